@@ -1,0 +1,1 @@
+"""DFlash reference training runtime (see shared/reference/dflash.md)."""
