@@ -1,0 +1,34 @@
+"""Rules load, and every rule's inline examples fire or stay quiet as declared."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage.engine import get_rules
+from triage.engine.catalog import SIGNATURES
+from triage.engine.lint import check_rule_examples, lint_rule
+
+RULES = get_rules()
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_examples(rule):
+    assert check_rule_examples(rule) == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_lint(rule):
+    assert lint_rule(rule, check_examples=False) == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_has_remedies_and_checks(rule):
+    assert rule.remedies, f"{rule.id}: no remedies"
+    assert rule.checks, f"{rule.id}: no checks"
+
+
+def test_rule_ids_are_canonical_or_new():
+    canonical = {s for s, _ in SIGNATURES}
+    for r in RULES:
+        for target in r.explains:
+            assert target in canonical or target in {x.id for x in RULES}, (r.id, target)

@@ -1,0 +1,222 @@
+"""Command line: `triage logs`, `triage rules`, `triage fixtures`, `triage snapshot`,
+`triage watch`, `triage repro`.
+
+stdout is data; errors are one line on stderr. Exit codes: 0 ran, 1 --fail-on reached
+(or fixtures regressed), 2 usage or input error, 3 internal error (--debug shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from triage import __version__
+from triage.errors import ExitCode, TriageError
+
+FORMATS = ("console", "json", "markdown", "sarif", "junit", "github")
+LEVELS = ("confirmed", "likely", "possible")
+
+# Subcommands living in their own modules: each has `register(subparsers)`.
+PLUGINS = ("triage.evidence.cli", "triage.fixtures.cli", "triage.watch.cli", "triage.repro.cli")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise TriageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="triage", description="Crash triage for ML training logs.")
+    p.add_argument("--version", action="version", version=f"triage {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    logs = sub.add_parser("logs", help="triage log files, folders of per-rank logs, or - (stdin)")
+    logs.add_argument("paths", nargs="+", help="log files, folders, .gz/.zst, or - for stdin")
+    add_output_options(logs)
+    logs.add_argument("--evidence", metavar="SNAPSHOT",
+                      help="a snapshot JSON (triage snapshot) to reason with")
+    logs.add_argument("--probe", action="store_true",
+                      help="take an evidence snapshot of this machine now and use it")
+    logs.add_argument("--python", metavar="PATH",
+                      help="with --probe: the training run's interpreter (default: this one)")
+    logs.add_argument("--rules", metavar="DIR", action="append", type=Path,
+                      help="an extra folder of rules (repeatable)")
+    logs.set_defaults(func=cmd_logs)
+
+    rules = sub.add_parser("rules", help="list, show, lint or export the rules")
+    rsub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
+    rl = rsub.add_parser("list", help="signatures, rules and fixture coverage")
+    rl.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rl.add_argument("--format", choices=("console", "json"), default="console")
+    rl.set_defaults(func=cmd_rules_list)
+    rs = rsub.add_parser("show", help="one rule in full")
+    rs.add_argument("id")
+    rs.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rs.set_defaults(func=cmd_rules_show)
+    rlint = rsub.add_parser("lint", help="check rules for speed and precision")
+    rlint.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rlint.add_argument("--only", action="store_true", help="lint only the --rules folders")
+    rlint.set_defaults(func=cmd_rules_lint)
+    rexp = rsub.add_parser("export", help="print the rules' patterns for other tools")
+    rexp.add_argument("--grep", action="store_true", help="as grep -E patterns, one per line")
+    rexp.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rexp.set_defaults(func=cmd_rules_export)
+
+    for mod in PLUGINS:
+        try:
+            importlib.import_module(mod).register(sub)
+        except ModuleNotFoundError as e:
+            if not e.name or not mod.startswith(e.name):
+                raise  # a plugin that exists but is broken is a bug, not a missing plugin
+    return p
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", "-f", choices=FORMATS, default="console")
+    p.add_argument("--fail-on", choices=LEVELS, metavar="LEVEL",
+                   help="exit 1 when a diagnosis reaches this confidence (confirmed|likely|possible)")
+    p.add_argument("--redact", nargs="?", const="secrets", choices=("secrets", "all"),
+                   help="mask tokens, keys and emails (all: also hosts, IPs, home paths)")
+    p.add_argument("--width", type=int, help="console width")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--verbose", "-v", action="store_true", help="all evidence, checks and docs")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
+
+
+def load_facts(args: argparse.Namespace) -> dict[str, object]:
+    """Snapshot facts from --evidence FILE or --probe (empty when neither)."""
+    if not getattr(args, "evidence", None) and not getattr(args, "probe", False):
+        return {}
+    from triage import evidence
+
+    if args.evidence:
+        snap = evidence.load_snapshot(args.evidence)
+    else:
+        snap = evidence.take_snapshot(python=args.python)
+    return evidence.facts_from_snapshot(snap)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from triage.engine import analyze, get_rules
+
+    rules = get_rules(args.rules)
+    facts = load_facts(args)
+    report = analyze(args.paths, rules=rules, facts=facts)
+    emit(report, args)
+    return fail_on_code(report, args.fail_on)
+
+
+def emit(report: object, args: argparse.Namespace) -> None:
+    """Render a report in the chosen format to stdout or --output."""
+    from triage.report import render_to_string
+
+    text = render_to_string(report, args.format, width=args.width, color=args.color,  # type: ignore[arg-type]
+                            verbose=args.verbose, redact=args.redact)
+    if args.output:
+        out = Path(args.output)
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise TriageError(f"{out}: cannot write ({e.strerror})") from None
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def fail_on_code(report: object, level: str | None) -> int:
+    from triage.model import Confidence, Report
+
+    assert isinstance(report, Report)
+    if not level:
+        return ExitCode.OK
+    want = Confidence.parse(level)
+    hit = any(d.confidence >= want and d.role != "consequence" for d in report.diagnoses)
+    return ExitCode.FAIL_ON if hit else ExitCode.OK
+
+
+def cmd_rules_list(args: argparse.Namespace) -> int:
+    from triage.engine.catalog import coverage
+
+    rows = coverage(args.rules)
+    if args.format == "json":
+        import json
+
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table("signature", "category", "rule", "fixtures", "title", box=None, pad_edge=False)
+    for row in rows:
+        fx = str(row["fixtures"])
+        t.add_row(row["signature"], row["category"] or "-", row["rule"] or "MISSING",
+                  fx if row["fixtures"] >= 2 else f"[yellow]{fx}[/]", row["title"] or "")
+    Console().print(t)
+    return 0
+
+
+def cmd_rules_show(args: argparse.Namespace) -> int:
+    from triage.engine import get_rules
+
+    for r in get_rules(args.rules):
+        if r.id == args.id or args.id in r.aliases:
+            sys.stdout.write(Path(r.path).read_text(encoding="utf-8"))
+            return 0
+    raise TriageError(f"no rule with id {args.id!r} (see: triage rules list)")
+
+
+def cmd_rules_lint(args: argparse.Namespace) -> int:
+    from triage.engine.lint import lint
+
+    problems = lint(args.rules or [], include_default=not args.only)
+    for p in problems:
+        sys.stdout.write(p + "\n")
+    if problems:
+        sys.stderr.write(f"triage: {len(problems)} rule problem(s)\n")
+        return ExitCode.FAIL_ON
+    sys.stdout.write("rules ok\n")
+    return 0
+
+
+def cmd_rules_export(args: argparse.Namespace) -> int:
+    from triage.engine import get_rules
+    from triage.engine.lint import grep_patterns
+
+    for pat in grep_patterns(get_rules(args.rules)):
+        sys.stdout.write(pat + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        if not getattr(args, "func", None):
+            build_parser().print_help(sys.stderr)
+            return ExitCode.USAGE
+        return int(args.func(args))
+    except TriageError as e:
+        sys.stderr.write(e.one_line() + "\n")
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("triage: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # the one place a bug becomes exit 3
+        if debug:
+            traceback.print_exc()
+        else:
+            sys.stderr.write(f"triage: internal error: {type(e).__name__}: {e} "
+                             "(run with --debug for the traceback)\n")
+        return ExitCode.INTERNAL
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""engine: match rules over a structured log and reason about what they mean.
+
+`analyze(paths)` is the whole pipeline: ingest -> structure -> match -> reason, in one
+streaming pass; it returns a `Report` and formats nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from triage.engine.match import Matcher
+from triage.engine.reason import diagnose
+from triage.engine.rules import Rule, load_rules
+from triage.ingest import Ingest, expand_paths
+from triage.model import EndState, Line, Report, SourceInfo
+from triage.structure import Structure, Structurer
+
+__all__ = ["Analysis", "analyze", "analyze_lines", "analyze_text", "load_rules"]
+
+_RULES_CACHE: dict[tuple[str, ...], list[Rule]] = {}
+
+
+def get_rules(extra: list[Path] | None = None) -> list[Rule]:
+    key = tuple(str(p) for p in extra or [])
+    if key not in _RULES_CACHE:
+        _RULES_CACHE[key] = load_rules(list(extra or []))
+    return _RULES_CACHE[key]
+
+
+class Analysis:
+    """A streaming analysis: `feed` lines, then `report`. Used by `analyze` and by
+    `triage watch` (which re-reports as lines arrive)."""
+
+    def __init__(self, rules: list[Rule], facts: Mapping[str, Any] | None = None) -> None:
+        self.rules = rules
+        self.facts: dict[str, Any] = dict(facts or {})
+        self.matcher = Matcher(rules)
+        self.structurer = Structurer()
+        self.lines = 0
+
+    def feed(self, line: Line) -> None:
+        self.lines += 1
+        self.structurer.feed(line)
+        self.matcher.feed(line)
+
+    def report(self, sources: list[SourceInfo], notes: Iterable[str] = ()) -> Report:
+        st = self.structurer.finish(sources)
+        facts = dict(self.facts)
+        facts.update(log_facts(st, sources))
+        findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts)
+        diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
+        all_notes = list(notes) + _notes(st, facts, sources, bool(diags))
+        ranks = sorted({r for s in sources for r in s.ranks})
+        metrics = {k: v for k, v in st.metrics.items() if k not in ("losses", "step_times")}
+        return Report(sources=tuple(sources), end_state=st.end_state, diagnoses=tuple(diags),
+                      ruled_out=tuple(ruled_out), notes=tuple(dict.fromkeys(all_notes)),
+                      ranks=tuple(ranks), metrics=metrics)
+
+
+def analyze(paths: list[str], *, rules: list[Rule] | None = None,
+            facts: Mapping[str, Any] | None = None) -> Report:
+    """Triage log files (or folders, or '-' for stdin)."""
+    rules = rules if rules is not None else get_rules()
+    ingest = Ingest(expand_paths(paths))
+    a = Analysis(rules, facts)
+    for line in ingest:
+        a.feed(line)
+    return a.report(ingest.sources, ingest.notes)
+
+
+def analyze_lines(lines: Iterable[Line], sources: list[SourceInfo], *,
+                  rules: list[Rule] | None = None, facts: Mapping[str, Any] | None = None) -> Report:
+    a = Analysis(rules if rules is not None else get_rules(), facts)
+    for line in lines:
+        a.feed(line)
+    return a.report(sources)
+
+
+def analyze_text(text: str | bytes, *, rules: list[Rule] | None = None,
+                 facts: Mapping[str, Any] | None = None, name: str = "<text>") -> Report:
+    """Triage an in-memory log (rule examples, tests)."""
+    from triage.ingest.normalize import SourceState, normalize
+    from triage.ingest.reader import split_lines
+
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    state = SourceState()
+    lines: list[Line] = []
+    last_complete = True
+    n = 0
+    seq = 0
+    for raw in split_lines([data]):
+        n = raw.lineno
+        last_complete = raw.complete
+        for p in normalize(raw.data, state):
+            seq += 1
+            lines.append(Line(name, raw.lineno, p.text, p.rank, seq, p.ts))
+    src = SourceInfo(name, n, tuple(sorted(state.seen_ranks)), not last_complete, not last_complete)
+    return analyze_lines(lines, [src], rules=rules, facts=facts)
+
+
+def log_facts(st: Structure, sources: list[SourceInfo]) -> dict[str, Any]:
+    """Facts about the log itself, for evidence predicates (`log.truncated`, ...)."""
+    end: EndState = st.end_state
+    return {
+        "log.end_state": end.kind,
+        "log.truncated": end.truncated,
+        "log.cut_mid_line": end.kind == "cut-mid-line",
+        "log.last_phase": end.last_phase,
+        "log.has_traceback": any(e.has_traceback for e in st.exceptions),
+        "log.exceptions": len(st.exceptions),
+        "log.steps": st.metrics.get("steps", 0),
+        "log.nonfinite_loss": st.metrics.get("nonfinite_loss", 0),
+        "log.ranks": len({r for s in sources for r in s.ranks}),
+    }
+
+
+def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
+           has_diag: bool) -> list[str]:
+    notes: list[str] = []
+    end = st.end_state
+    if end.kind == "cut-mid-line":
+        where = f" while in phase {end.last_phase}" if end.last_phase else ""
+        notes.append(f"The log is cut off mid-line at {end.source}:{end.line} "
+                     f"({end.last_text[-60:]!r}){where}: the writer stopped without finishing "
+                     "the line.")
+    if end.truncated and not any(e.has_traceback for e in st.exceptions):
+        notes.append("No traceback or error message is in the log: stderr was probably not "
+                     "captured, or the process was killed. Next time run with "
+                     "`... 2>&1 | tee train.log`, or under `triage watch --tmux SESSION`, "
+                     "which keeps the output of a pane that dies.")
+    mem = facts.get("gpu.all.memory_used_mib")
+    if isinstance(mem, list) and mem and all(isinstance(m, int | float) and m == 0 for m in mem):
+        notes.append(f"All {len(mem)} GPUs are at 0 MiB: the training processes are gone, "
+                     "not hung.")
+    if end.kind == "empty":
+        notes.append("The input is empty: there is nothing to triage.")
+    return notes

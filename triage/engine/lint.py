@@ -1,0 +1,108 @@
+"""`triage rules lint`: speed (selective literals, no catastrophic regex shapes, a time
+budget on hostile input) and precision (each rule's examples; quiet on healthy logs)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from triage.engine.rules import Rule, load_rules
+from triage.errors import RuleError
+
+# A group that repeats something itself repeated: (a+)+, (\w*)*, (.+)+{2,}
+NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*}]\)\??[+*{]")
+# Adjacent unbounded wildcards that can split the same text many ways: .*.*, .+.*
+ADJACENT_WILD = re.compile(r"\.[*+]\??(?:\s|\\s[*+]?)*\.[*+]")
+BAITS = ("a" * 50_000, " " * 50_000, "=" * 50_000, "0" * 50_000, "x:" * 25_000)
+BUDGET_S = 0.2
+
+
+def lint_rule(rule: Rule, *, check_examples: bool = True) -> list[str]:
+    """Problems of one rule, each naming the file and the key."""
+    out: list[str] = []
+    for c in rule.clauses:
+        key = f"{rule.path}: match[{c.index}]"
+        for src in (c.pattern, c.type_pattern):
+            if src is None:
+                continue
+            pat = src.pattern
+            if NESTED_QUANT.search(pat):
+                out.append(f"{key}.regex: nested quantifier (catastrophic backtracking risk): {pat}")
+            if ADJACENT_WILD.search(pat):
+                out.append(f"{key}.regex: adjacent unbounded wildcards: {pat}")
+            for bait in BAITS:
+                t0 = time.perf_counter()
+                c.search(bait + (c.literals[0] if c.literals else ""))
+                dt = time.perf_counter() - t0
+                if dt > BUDGET_S:
+                    out.append(f"{key}.regex: {dt:.2f}s on {len(bait)} bytes of {bait[:2]!r}")
+                    break
+    if check_examples:
+        out.extend(check_rule_examples(rule))
+    return out
+
+
+def check_rule_examples(rule: Rule) -> list[str]:
+    from triage.engine import analyze_text
+
+    out: list[str] = []
+    for i, ex in enumerate(rule.fire):
+        rep = analyze_text(ex, rules=[rule])
+        if not any(d.signature == rule.id for d in rep.diagnoses):
+            out.append(f"{rule.path}: examples.fire[{i}]: the rule does not fire on it")
+    for i, ex in enumerate(rule.quiet):
+        rep = analyze_text(ex, rules=[rule])
+        if any(d.signature == rule.id for d in rep.diagnoses):
+            out.append(f"{rule.path}: examples.quiet[{i}]: the rule fires on it")
+    return out
+
+
+def lint(extra: list[Path], *, include_default: bool = True) -> list[str]:
+    try:
+        rules = load_rules(extra, include_default=include_default)
+    except RuleError as e:
+        return [e.message]
+    problems: list[str] = []
+    for r in rules:
+        problems.extend(lint_rule(r))
+    problems.extend(_healthy_corpus(rules))
+    return problems
+
+
+def _healthy_corpus(rules: list[Rule]) -> list[str]:
+    """Rules must stay quiet (nothing likely or confirmed) on the shipped healthy logs."""
+    from triage.engine import analyze
+    from triage.engine.catalog import fixtures_dir
+
+    root = fixtures_dir()
+    if root is None or not (root / "none").is_dir():
+        return []
+    out: list[str] = []
+    for log in sorted((root / "none").glob("*/input.log")):
+        rep = analyze([str(log)], rules=rules)
+        for d in rep.diagnoses:
+            if d.confidence.label in ("likely", "confirmed"):
+                out.append(f"{d.rule}: fires ({d.confidence.label}) on healthy log {log}")
+    return out
+
+
+def grep_patterns(rules: list[Rule]) -> list[str]:
+    """The rules' line regexes as POSIX ERE for `grep -E -f` (approximate where the
+    regex module's syntax has no ERE form)."""
+    pats: list[str] = []
+    for r in rules:
+        for c in r.clauses:
+            if c.kind == "line" and c.pattern is not None:
+                pats.append(_to_ere(c.pattern.pattern))
+    return list(dict.fromkeys(pats))
+
+
+def _to_ere(p: str) -> str:
+    p = re.sub(r"\(\?:", "(", p)
+    p = re.sub(r"\(\?P<\w+>", "(", p)
+    p = re.sub(r"\(\?i\)", "", p)
+    p = p.replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]").replace(r"\w", "[[:alnum:]_]")
+    p = p.replace(r"\b", "")
+    p = re.sub(r"\(\?[=!<][^)]*\)", "", p)
+    return p

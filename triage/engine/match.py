@@ -1,0 +1,190 @@
+"""match: rules against lines (prefilter on literals, then the full regex), then
+against exceptions, events, the end state and snapshot facts."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from triage.engine.predicates import all_hold
+from triage.engine.rules import Clause, Rule, Unless
+from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
+
+MAX_FINDINGS_PER_RULE = 200
+CONTEXT = 2
+
+
+class Prefilter:
+    """One pass over a line finds which literals it holds.
+
+    A combined alternation answers "any literal here?" for the common, healthy line;
+    only then are the individual literals tested, so overlapping literals are never
+    missed.
+    """
+
+    def __init__(self, literals: dict[str, list[Any]], icase_literals: dict[str, list[Any]]) -> None:
+        self.literals = literals
+        self.icase = icase_literals
+        parts = sorted(literals, key=len, reverse=True)
+        iparts = sorted(icase_literals, key=len, reverse=True)
+        self._any = re.compile("|".join(map(re.escape, parts))) if parts else None
+        self._iany = re.compile("|".join(map(re.escape, iparts)), re.IGNORECASE) if iparts else None
+        self._ilow = {k.lower(): v for k, v in icase_literals.items()}
+
+    def hits(self, text: str) -> list[Any]:
+        out: list[Any] = []
+        if self._any is not None and self._any.search(text):
+            for lit, targets in self.literals.items():
+                if lit in text:
+                    out.extend(targets)
+        if self._iany is not None and self._iany.search(text):
+            low = text.lower()
+            for lit, targets in self._ilow.items():
+                if lit in low:
+                    out.extend(targets)
+        return out
+
+    @property
+    def patterns(self) -> list[str]:
+        return list(self.literals) + list(self.icase)
+
+
+class Matcher:
+    """Feed every line; then `finish` with the structure's results and the facts."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = {r.id: r for r in rules}
+        lits: dict[str, list[Any]] = {}
+        ilits: dict[str, list[Any]] = {}
+        for r in rules:
+            for c in r.clauses:
+                if c.kind == "line":
+                    for lit in c.literals:
+                        (ilits if c.icase else lits).setdefault(lit, []).append(c)
+            for u in r.unless:
+                if u.scope == "log":
+                    for lit in u.literals:
+                        (ilits if u.icase else lits).setdefault(lit, []).append((r.id, u))
+        self.prefilter = Prefilter(lits, ilits)
+        self.findings: list[Finding] = []
+        self._count: dict[str, int] = {}
+        self._suppressed: set[str] = set()
+        self._ctx: dict[str, deque[str]] = {}
+        self.candidate_lines = 0
+
+    def feed(self, line: Line) -> None:
+        text = line.text
+        ctx = self._ctx.get(line.source)
+        if ctx is None:
+            ctx = self._ctx[line.source] = deque(maxlen=CONTEXT)
+        hits = self.prefilter.hits(text) if text else []
+        if hits:
+            self.candidate_lines += 1
+            seen: set[int] = set()
+            for target in hits:
+                if id(target) in seen:
+                    continue
+                seen.add(id(target))
+                if isinstance(target, tuple):  # a log-scope `unless`
+                    rid, u = target
+                    if u.search(text):
+                        self._suppressed.add(rid)
+                    continue
+                self._line_clause(target, line, tuple(ctx))
+        if text.strip():
+            ctx.append(_ctx_text(line))
+
+    def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...]) -> None:
+        if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
+            return
+        if not c.search(line.text):
+            return
+        rule = self.rules[c.rule_id]
+        if _unless_line(rule.unless, line.text):
+            return
+        self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(line, ctx), _order(line),
+                          c.name or f"match[{c.index}]", line.ts, "line"))
+
+    def _add(self, f: Finding) -> None:
+        self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
+        self.findings.append(f)
+
+    def finish(self, exceptions: list[ExceptionInfo], events: list[Event], end: EndState,
+               facts: Mapping[str, Any]) -> list[Finding]:
+        """Match the structured clauses and return all findings (minus suppressed rules)."""
+        for rule in self.rules.values():
+            for c in rule.clauses:
+                if c.kind == "exception":
+                    self._exceptions(rule, c, exceptions)
+                elif c.kind == "event":
+                    self._events(c, events)
+                elif c.kind == "end":
+                    self._end(c, end, facts)
+                elif c.kind == "fact" and end.kind != "clean-exit" and all_hold(c.when, facts):
+                    names = ", ".join(str(p) for p in c.when)
+                    self._add(Finding(c.rule_id, c.confidence,
+                                      Evidence(text=f"snapshot: {names}", source="snapshot",
+                                               fact=c.when[0].fact), float("inf"), c.name or "fact",
+                                      None, "fact"))
+        return [f for f in self.findings if f.rule_id not in self._suppressed]
+
+    def _exceptions(self, rule: Rule, c: Clause, exceptions: list[ExceptionInfo]) -> None:
+        for e in exceptions:
+            full = f"{e.type}: {e.message}"
+            if c.literals and not any(
+                    (lit.lower() in full.lower()) if c.icase else (lit in full) for lit in c.literals):
+                continue
+            if c.type_pattern is not None and not c.type_pattern.search(e.type):
+                continue
+            if c.pattern is not None and not c.search(e.message):
+                continue
+            if _unless_line(rule.unless, full):
+                continue
+            self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(e.line), _order(e.line),
+                              c.name or f"match[{c.index}]", e.line.ts, "exception"))
+
+    def _events(self, c: Clause, events: list[Event]) -> None:
+        for ev in events:
+            if ev.kind != c.event:
+                continue
+            if all(ev.data.get(k) in vals for k, vals in c.where.items()):
+                text = ev.line.text
+                detail = ", ".join(f"{k}={ev.data.get(k)}" for k in ("root_rank", "exitcode", "signal")
+                                   if ev.data.get(k) is not None)
+                ev_line = Evidence(text=f"{text}  [{detail}]" if detail else text, source=ev.line.source,
+                                   line=ev.line.lineno, rank=ev.data.get("root_rank", ev.line.rank))
+                self._add(Finding(c.rule_id, c.confidence, ev_line, _order(ev.line),
+                                  c.name or f"match[{c.index}]", ev.line.ts, "event"))
+
+    def _end(self, c: Clause, end: EndState, facts: Mapping[str, Any]) -> None:
+        if end.kind not in c.end_states:
+            return
+        if c.last_phases and end.last_phase not in c.last_phases:
+            return
+        if c.when and not all_hold(c.when, facts):
+            return
+        where = f" in phase {end.last_phase}" if end.last_phase else ""
+        text = f"log ends ({end.kind}{where}): {end.last_text[-120:]}"
+        self._add(Finding(c.rule_id, c.confidence,
+                          Evidence(text=text, source=end.source, line=end.line), float("inf"),
+                          c.name or f"match[{c.index}]", None, "end"))
+
+
+def _unless_line(unless: tuple[Unless, ...], text: str) -> bool:
+    for u in unless:
+        if u.scope != "line":
+            continue
+        hay = text.lower() if u.icase else text
+        if any((lit.lower() if u.icase else lit) in hay for lit in u.literals) and u.search(text):
+            return True
+    return False
+
+
+def _order(line: Line) -> float:
+    return float(line.seq)
+
+
+def _ctx_text(line: Line) -> str:
+    return line.text[:300]

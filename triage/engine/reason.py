@@ -1,0 +1,199 @@
+"""reason: findings -> ranked diagnoses.
+
+Root cause before consequence (rules declare what they explain), the earliest failure
+across ranks first, confidence from the strongest clause and then from evidence, and
+honest limits: an inference from a cut-off log is never `confirmed`.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage.engine.predicates import all_hold
+from triage.engine.rules import Rule
+from triage.model import Confidence, Diagnosis, EndState, Evidence, Finding, RuledOut
+
+BASE_SCORE = {Confidence.CONFIRMED: 0.9, Confidence.LIKELY: 0.65, Confidence.POSSIBLE: 0.35}
+MAX_EVIDENCE = 5
+
+
+@dataclass
+class _Cand:
+    rule: Rule
+    findings: list[Finding]
+    confidence: Confidence
+    evidence: list[Evidence] = field(default_factory=list)
+    counter: list[Evidence] = field(default_factory=list)
+    role: str = "root-cause"
+    explained_by: str | None = None
+    first_seen: float = 0.0
+    inferred: bool = False  # only end-state or fact clauses fired: nothing in the log says so
+
+
+def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
+             facts: Mapping[str, Any]) -> tuple[list[Diagnosis], list[RuledOut]]:
+    cands = _group(findings, rules)
+    ruled_out: list[RuledOut] = []
+    for c in list(cands.values()):
+        if _apply_evidence(c, facts, end, ruled_out):
+            del cands[c.rule.id]
+    _fallbacks(cands)
+    _explain(cands)
+    ordered = sorted(cands.values(), key=_sort_key)
+    return [_to_diagnosis(c) for c in ordered], ruled_out
+
+
+def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Cand]:
+    by: dict[str, list[Finding]] = {}
+    for f in findings:
+        by.setdefault(f.rule_id, []).append(f)
+    all_ts = all(f.ts is not None for f in findings if f.kind not in ("end", "fact"))
+    cands: dict[str, _Cand] = {}
+    for rid, fs in by.items():
+        def when(f: Finding) -> float:
+            if f.kind in ("end", "fact"):
+                return float("inf")
+            return f.ts if all_ts and f.ts is not None else f.order
+        fs.sort(key=when)
+        conf = max(f.confidence for f in fs)
+        inferred = all(f.kind in ("end", "fact") for f in fs)
+        cands[rid] = _Cand(rules[rid], fs, conf, _pick_evidence(fs), first_seen=when(fs[0]),
+                           inferred=inferred)
+    return cands
+
+
+def _pick_evidence(fs: list[Finding]) -> list[Evidence]:
+    """The first occurrence, then one per other rank, then later lines: at most 5."""
+    out: list[Evidence] = []
+    ranks: set[int | None] = set()
+    for f in fs:
+        if f.evidence.rank not in ranks:
+            ranks.add(f.evidence.rank)
+            out.append(f.evidence)
+        if len(out) >= MAX_EVIDENCE:
+            return out
+    for f in fs:
+        if len(out) >= MAX_EVIDENCE:
+            break
+        if f.evidence not in out:
+            out.append(f.evidence)
+    return out
+
+
+def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
+                    ruled_out: list[RuledOut]) -> bool:
+    """Let snapshot facts confirm, support, weaken or rule out; True when ruled out."""
+    for ev in c.rule.evidence:
+        if not all_hold(ev.when, facts):
+            continue
+        because = _fill(ev.because, facts)
+        fact_ev = Evidence(text=because, source="snapshot", fact=ev.when[0].fact)
+        if ev.effect == "rule_out":
+            # the log's own definitive message outranks a snapshot taken later
+            if c.confidence < Confidence.CONFIRMED or c.inferred:
+                ruled_out.append(RuledOut(c.rule.id, because))
+                return True
+            c.counter.append(fact_ev)
+        elif ev.effect == "confirm":
+            c.confidence = Confidence.CONFIRMED
+            c.evidence.insert(0, fact_ev)
+            c.inferred = False
+        elif ev.effect == "support":
+            c.confidence = Confidence(min(Confidence.CONFIRMED, c.confidence + 1))
+            c.evidence.append(fact_ev)
+        elif ev.effect == "weaken":
+            c.confidence = Confidence(max(Confidence.POSSIBLE, c.confidence - 1))
+            c.counter.append(fact_ev)
+    if c.inferred and end.truncated and c.confidence > Confidence.LIKELY:
+        c.confidence = Confidence.LIKELY  # a cut-off log never confirms an inference
+    return False
+
+
+def _fallbacks(cands: dict[str, _Cand]) -> None:
+    """Fallback rules (truncated-unknown) stay only when nothing else is likely."""
+    strong = any(not c.rule.fallback and c.confidence >= Confidence.LIKELY for c in cands.values())
+    for rid in [r for r, c in cands.items() if c.rule.fallback]:
+        if strong:
+            del cands[rid]
+
+
+def _explain(cands: dict[str, _Cand]) -> None:
+    """Mark consequences: B is explained by A when A.explains names B (or its alias),
+    and yielding rules (torchrun-child-failed) are explained by anything specific."""
+    roots = sorted(cands.values(), key=lambda c: (-c.confidence, c.first_seen))
+    for b in cands.values():
+        names = {b.rule.id, *b.rule.aliases}
+        for a in roots:
+            if a is b or not names & set(a.rule.explains):
+                continue
+            if a.rule.id in b.rule.explains and b.first_seen < a.first_seen:
+                continue  # they explain each other: the earlier one leads
+            if a.inferred and not b.inferred:
+                continue  # an inference never demotes a failure the log shows
+            b.role, b.explained_by = "consequence", a.rule.id
+            break
+        if b.role == "root-cause" and b.rule.yields:
+            for a in roots:
+                if a is not b and not a.rule.yields and not a.rule.fallback and not a.inferred:
+                    b.role, b.explained_by = "consequence", a.rule.id
+                    break
+    # a warning-level finding next to a real root cause contributes, it does not lead
+    has_error_root = any(c.role == "root-cause" and c.rule.severity == "error" and not c.inferred
+                         for c in cands.values())
+    for c in cands.values():
+        if c.role == "root-cause" and c.rule.severity == "warning" and has_error_root:
+            c.role = "contributing"
+
+
+def _score(c: _Cand) -> float:
+    s = BASE_SCORE[c.confidence] + min(len(c.findings), 5) * 0.01 + c.rule.priority * 0.01
+    if c.rule.fallback:
+        s = 0.45
+    if c.role == "consequence":
+        s *= 0.5
+    elif c.role == "contributing":
+        s *= 0.7
+    return round(max(0.0, min(1.0, s)), 3)
+
+
+def _to_diagnosis(c: _Cand) -> Diagnosis:
+    r = c.rule
+    return Diagnosis(
+        signature=r.id, rule=r.path.rsplit("/", 2)[-2] + "/" + r.id if "/" in r.path else r.id,
+        title=r.title, confidence=c.confidence, score=_score(c), role=c.role, summary=r.summary,
+        evidence=tuple(c.evidence[:MAX_EVIDENCE + 2]), counter_evidence=tuple(c.counter),
+        explains=r.explains, explained_by=c.explained_by, checks=r.checks, remedies=r.remedies,
+        docs=r.docs, first_seen=c.first_seen, category=r.category)
+
+
+ROLE_ORDER = {"root-cause": 0, "contributing": 1, "consequence": 2}
+
+
+def _sort_key(c: _Cand) -> tuple[Any, ...]:
+    """Roots first; then surer; then (among guesses) the honest "unknown" before
+    inferences; then the earliest in time; then the stronger score."""
+    return (ROLE_ORDER[c.role], -c.confidence, 0 if c.rule.fallback else 1, c.first_seen,
+            -_score(c))
+
+
+class _SafeFormat(string.Formatter):
+    def __init__(self, facts: Mapping[str, Any]) -> None:
+        self.facts = facts
+
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        v = self.facts.get(str(key))
+        return "unknown" if v is None else v
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        return self.get_value(field_name, args, kwargs), field_name
+
+
+def _fill(template: str, facts: Mapping[str, Any]) -> str:
+    """Fill `{fact.name}` placeholders with fact values (no attribute access, no code)."""
+    try:
+        return _SafeFormat(facts).format(template)
+    except (ValueError, IndexError, KeyError):
+        return template

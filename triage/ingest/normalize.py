@@ -1,0 +1,239 @@
+"""Turn raw bytes of one physical line into clean logical lines.
+
+Decoding, ANSI stripping, carriage-return redraws, progress bars with text glued
+after them, rank prefixes, timestamps and logger prefixes. Prefixes are tables of
+(regex, handler) tried in one loop, so a new launcher or logger is one row.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+ANSI_RE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
+    r"|\x1b[@-Z\\-_]"  # two-byte escapes
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"  # other control characters (not \t \n \r)
+)
+
+# A tqdm-style bar: "42%|████▍     | 42/100 [00:03<00:04, 12.1it/s]" (postfix optional)
+BAR_RE = re.compile(
+    r"\d{1,3}%\|[^|\n]{0,120}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*"
+    r"\[[^\]\n]{0,80}\]"
+)
+
+# Escaped newlines of logs that went through JSON or a paste that collapsed them.
+ESCAPED_NL_RE = re.compile(r"\\n(?=\s*(?:File \"|Traceback|[A-Za-z_.]+(?:Error|Exception)\b|\S))")
+
+
+@dataclass(slots=True)
+class Peeled:
+    text: str
+    rank: int | None = None
+    ts: float | None = None
+
+
+_MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
+
+
+def _iso_ts(m: re.Match[str]) -> float | None:
+    y, mo, d, h, mi, s = (int(m.group(k)) for k in ("y", "mo", "d", "h", "mi", "s"))
+    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
+    try:
+        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + frac
+    except (ValueError, OverflowError):
+        return None
+
+
+def _glog_ts(m: re.Match[str]) -> float | None:
+    # glog has no year: seconds within a nominal year keep order inside one run
+    mo, d = int(m.group("mo")), int(m.group("d"))
+    h, mi, s = int(m.group("h")), int(m.group("mi")), int(m.group("s"))
+    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
+    return ((mo * 31 + d) * 24 + h) * 3600 + mi * 60 + s + frac + _YEARLESS_BASE
+
+
+def _syslog_ts(m: re.Match[str]) -> float | None:
+    mo = _MONTHS.get(m.group("mon"), 0)
+    d, h, mi, s = int(m.group("d")), int(m.group("h")), int(m.group("mi")), int(m.group("s"))
+    return ((mo * 31 + d) * 24 + h) * 3600 + mi * 60 + s + _YEARLESS_BASE
+
+
+_YEARLESS_BASE = 0.0
+
+Handler = Callable[[re.Match[str], Peeled], None]
+
+
+def _rank(group: str) -> Handler:
+    def h(m: re.Match[str], p: Peeled) -> None:
+        if p.rank is None:
+            p.rank = int(m.group(group))
+    return h
+
+
+def _ts(fn: Callable[[re.Match[str]], float | None]) -> Handler:
+    def h(m: re.Match[str], p: Peeled) -> None:
+        if p.ts is None:
+            p.ts = fn(m)
+    return h
+
+
+def _drop(m: re.Match[str], p: Peeled) -> None:
+    return None
+
+
+_ISO = (r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+        r"(?:[.,](?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?")
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)"
+
+# (name, regex anchored at the start, handler). Tried in order, repeatedly, so
+# "[default3]:[rank3]:[E1129 13:02:11.1 ProcessGroupNCCL.cpp:616] " peels in three steps.
+PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
+    # launchers: torchrun --tee ("[default0]:"), c10d excepthook ("[rank3]: "), OpenMPI
+    ("torchrun-role", re.compile(r"\[(?:default|trainer|worker|role)(?P<r>\d+)\]:\s?"), _rank("r")),
+    ("rank-bracket", re.compile(r"\[rank(?P<r>\d+)\]:\s?"), _rank("r")),
+    ("rank-colon", re.compile(r"rank(?P<r>\d+)\]?:\s"), _rank("r")),
+    ("openmpi", re.compile(r"\[\d+,(?P<r>\d+)\]<(?:stdout|stderr)>:\s?"), _rank("r")),
+    ("slurm-node-rank", re.compile(r"[\w.-]+-\d+: (?P<r>\d{1,4}): "), _rank("r")),
+    # kubectl logs --prefix, docker compose
+    ("kubectl", re.compile(r"\[pod/[\w.-]+/[\w.-]+\]\s"), _drop),
+    ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)"), _drop),
+    # timestamps
+    ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*)"), _ts(_iso_ts)),
+    ("glog", re.compile(
+        r"\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+        r"(?:\.(?P<frac>\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]+:\d+\]\s?"), _ts(_glog_ts)),
+    ("glog-old", re.compile(r"\[[IWEF] [\w./-]+:\d+\]\s?"), _drop),
+    ("syslog", re.compile(
+        r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+        r"(?:\.\d+)? [\w.-]+ [\w./@-]+(?:\[\d+\])?:\s"), _ts(_syslog_ts)),
+    ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"),
+     _drop),
+    ("dmesg", re.compile(r"\[\s*\d+\.\d{3,}\]\s?"), _drop),
+    ("clock", re.compile(r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+(?=\S)"), _drop),
+    # logger prefixes
+    ("deepspeed", re.compile(r"\[" + _LEVEL + r"\]\s*(?:\[[\w./-]+:\d+:\w+\]\s*)?"), _drop),
+    ("py-logging", re.compile(_LEVEL + r":[\w.<>-]*:\s?"), _drop),
+    ("py-logging-dash", re.compile(r"-?\s*[\w.<>-]+ - " + _LEVEL + r" - "), _drop),
+    ("hf-logging", re.compile(r"\[" + _LEVEL + r"\|[\w./-]+:\d+\]\s*(?:[\d\-: ,]+>>\s*)?"), _drop),
+    ("level-bracket", re.compile(r"\[\s*" + _LEVEL + r"\s*\]\s*"), _drop),
+    ("level-word", re.compile(_LEVEL + r"(?:\s*[:|]\s*|\s+-\s+)(?=\S)"), _drop),
+    ("logger-name", re.compile(r"[\w.]+\.py:\d+\]\s"), _drop),
+    # log viewers and pastes: "  123 | text", "L123: "
+    ("viewer-lineno", re.compile(r"\s{0,6}\d{1,7}\s*[|│]\s?"), _drop),
+    ("gh-lineno", re.compile(r"L?\d{1,7}:\s"), _drop),
+]
+
+SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
+
+
+@dataclass(slots=True)
+class SourceState:
+    """Per-source state the prefix peeler needs: are leading 'N: ' rank labels (srun
+    -l) or line numbers from a viewer?"""
+
+    last_label: int | None = None
+    consecutive: int = 0
+    labels_are_linenos: bool = False
+    seen_ranks: set[int] = field(default_factory=set)
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" not in text and not _has_ctrl(text):
+        return text
+    return ANSI_RE.sub("", text)
+
+
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _has_ctrl(text: str) -> bool:
+    return _CTRL.search(text) is not None
+
+
+def resolve_redraws(text: str) -> str:
+    """Keep the final frame of a line redrawn with \\r (the last non-empty one)."""
+    if "\r" not in text:
+        return text
+    frames = [f for f in text.split("\r") if f.strip()]
+    return frames[-1] if frames else ""
+
+
+def split_glued(text: str) -> list[str]:
+    """Split text glued after a progress bar ("...[00:01<00:00]RuntimeError: x")
+    and escaped newlines of collapsed logs into separate logical lines."""
+    out: list[str] = []
+    if "%|" in text:
+        pos = 0
+        for m in BAR_RE.finditer(text):
+            end = m.end()
+            # postfix such as ", loss=0.1]" is part of the bar; keep up to the closing ]
+            rest = text[end:]
+            if rest.strip():
+                out.append(text[pos:end].strip())
+                pos = end
+        tail = text[pos:]
+        if out:
+            text = tail.lstrip()
+        else:
+            out = []
+    if "\\n" in text and ("Traceback" in text or "Error" in text or "File \"" in text):
+        parts = ESCAPED_NL_RE.split(text)
+        out.extend(p for p in parts if p.strip())
+        return out
+    out.append(text)
+    return out
+
+
+def peel(text: str, state: SourceState) -> Peeled:
+    """Peel launcher, timestamp and logger prefixes (repeatedly) off one line."""
+    p = Peeled(text)
+    for _ in range(8):
+        t = p.text
+        m = SRUN_LABEL.match(t)
+        if m:
+            _srun_label(int(m.group("r")), state, p)
+            p.text = t[m.end():]
+            continue
+        for _name, rx, handler in PREFIXES:
+            m2 = rx.match(t)
+            if m2 and m2.end() > 0 and m2.end() < len(t):
+                handler(m2, p)
+                p.text = t[m2.end():]
+                break
+        else:
+            break
+    return p
+
+
+def _srun_label(value: int, state: SourceState, p: Peeled) -> None:
+    if state.last_label is not None and value == state.last_label + 1:
+        state.consecutive += 1
+    else:
+        state.consecutive = 0
+    state.last_label = value
+    if state.consecutive >= 20 or value > 4096:
+        state.labels_are_linenos = True
+    if not state.labels_are_linenos and p.rank is None:
+        p.rank = value
+
+
+def normalize(data: bytes, state: SourceState) -> Iterator[Peeled]:
+    """One raw physical line -> zero or more clean logical lines."""
+    text = decode(data)
+    if text.endswith("\r"):
+        text = text[:-1]
+    text = resolve_redraws(strip_ansi(text) if ("\x1b" in text or _has_ctrl(text)) else text)
+    # A rank prefix may stand before a progress bar's final frame: "[rank1]: 10%|..."
+    for piece in split_glued(text):
+        p = peel(piece.rstrip(), state)
+        if p.rank is not None:
+            state.seen_ranks.add(p.rank)
+        yield p

@@ -1,0 +1,180 @@
+"""Plain data passed between the stages: ingest -> structure -> match -> reason -> report.
+
+Everything here is a frozen dataclass (or a small enum) with no behaviour beyond
+derived properties, so every stage can be tested on its own and every view (console,
+JSON, SARIF, TUI) renders the same `Report`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Confidence(IntEnum):
+    """How sure a diagnosis is. Ordered: a higher value is surer."""
+
+    POSSIBLE = 1
+    LIKELY = 2
+    CONFIRMED = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Confidence:
+        return cls[text.strip().upper()]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One logical log line after normalisation.
+
+    `lineno` is the 1-based physical line in `source`; `seq` is the global order in
+    which lines were read (across sources); `rank` is the demultiplexed rank or None;
+    `ts` is a parsed timestamp (seconds, any epoch consistent within a run) or None.
+    """
+
+    source: str
+    lineno: int
+    text: str
+    rank: int | None = None
+    seq: int = 0
+    ts: float | None = None
+    raw: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionInfo:
+    """A Python exception as printed in a traceback (or a bare `Type: message` line)."""
+
+    type: str
+    message: str
+    line: Line
+    frames: tuple[str, ...] = ()
+    chain_index: int = 0  # 0 = first printed in its chain (the root of a chain)
+    chained_as: str | None = None  # "during-handling" | "direct-cause" | None
+    has_traceback: bool = False
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A structured fact read from the log: a torchrun failure report, a phase change,
+    a C++ exception trace, a metric sample. `data` holds the event's fields."""
+
+    kind: str
+    line: Line
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EndState:
+    """How the log ends. `kind` is one of: clean-exit, traceback, error, cut-mid-line,
+    no-terminal-event, empty."""
+
+    kind: str
+    last_phase: str | None = None
+    line: int | None = None
+    source: str | None = None
+    last_text: str = ""
+
+    @property
+    def truncated(self) -> bool:
+        return self.kind in ("cut-mid-line", "no-terminal-event")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    path: str
+    lines: int
+    ranks: tuple[int, ...] = ()
+    truncated: bool = False
+    ends_without_newline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A line of the log, or a fact from the evidence snapshot, that supports a claim."""
+
+    text: str
+    source: str | None = None
+    line: int | None = None
+    rank: int | None = None
+    fact: str | None = None
+    context: tuple[str, ...] = ()
+
+    @classmethod
+    def from_line(cls, line: Line, context: tuple[str, ...] = ()) -> Evidence:
+        return cls(text=line.text, source=line.source, line=line.lineno, rank=line.rank,
+                   context=context)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One rule clause that matched: the raw material of a diagnosis."""
+
+    rule_id: str
+    confidence: Confidence
+    evidence: Evidence
+    order: float  # global read order (seq); inf for inferences from the end state
+    clause: str = ""
+    ts: float | None = None  # the line's timestamp, when it had one
+    kind: str = "line"  # the clause kind that produced it: line, exception, event, end, fact
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    signature: str
+    rule: str
+    title: str
+    confidence: Confidence
+    score: float
+    role: str  # root-cause | consequence | contributing
+    summary: str = ""
+    evidence: tuple[Evidence, ...] = ()
+    counter_evidence: tuple[Evidence, ...] = ()
+    explains: tuple[str, ...] = ()
+    explained_by: str | None = None
+    checks: tuple[str, ...] = ()
+    remedies: tuple[str, ...] = ()
+    docs: tuple[str, ...] = ()
+    first_seen: float = 0.0
+    category: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuledOut:
+    signature: str
+    because: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    sources: tuple[SourceInfo, ...]
+    end_state: EndState
+    diagnoses: tuple[Diagnosis, ...]
+    ruled_out: tuple[RuledOut, ...] = ()
+    notes: tuple[str, ...] = ()
+    ranks: tuple[int, ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence_summary: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def top(self) -> Diagnosis | None:
+        return self.diagnoses[0] if self.diagnoses else None
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """A fact that could not be read, and why. Proves nothing either way."""
+
+    reason: str = "unknown"
+
+    def __str__(self) -> str:
+        return f"unknown ({self.reason})"

@@ -1,0 +1,45 @@
+"""report: views of a `Report` (console, JSON, Markdown, SARIF, JUnit, GitHub).
+
+Every view is `render(report) -> str` in its own module; the engine formats nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+
+from triage.model import Report
+
+TEXT_FORMATS = ("json", "markdown", "sarif", "junit", "github")
+
+
+def render_to_string(report: Report, fmt: str, *, width: int | None = None,
+                     color: str = "auto", verbose: bool = False,
+                     redact: str | None = None) -> str:
+    """Render `report` as `fmt`; with `redact`, secrets are masked in the output."""
+    if fmt == "console":
+        from triage.report import console
+
+        buf = io.StringIO()
+        force = {"always": True, "never": False}.get(color)
+        if force is None:
+            import sys
+
+            force = sys.stdout.isatty() and redact is None
+        console.render(report, buf, width=width or _term_width(), color=force, verbose=verbose)
+        text = buf.getvalue()
+    elif fmt in TEXT_FORMATS:
+        text = importlib.import_module(f"triage.report.{fmt}").render(report)
+    else:
+        raise ValueError(f"unknown format {fmt}")
+    if redact:
+        from triage.redact import Redactor
+
+        text = Redactor(mode=redact).redact(text)
+    return text
+
+
+def _term_width() -> int:
+    import shutil
+
+    return max(60, min(140, shutil.get_terminal_size((100, 24)).columns))

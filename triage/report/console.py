@@ -1,0 +1,158 @@
+"""The console view: a short doctor's note. Verdict first, then the evidence, what it
+explains, what else it could be, the check that tells, and the fix."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.console import Console
+from rich.text import Text
+
+from triage.model import Confidence, Diagnosis, Evidence, Report
+
+CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow",
+              Confidence.POSSIBLE: "cyan"}
+END_WORDS = {
+    "clean-exit": "ended cleanly",
+    "traceback": "ends in a traceback",
+    "error": "ends in an error",
+    "cut-mid-line": "cut off mid-line",
+    "no-terminal-event": "stops with no terminal event",
+    "empty": "empty",
+}
+
+
+def _where(e: Evidence) -> str:
+    if e.source == "snapshot":
+        return "snapshot"
+    loc = f"{e.source}:{e.line}" if e.line is not None else (e.source or "")
+    if e.rank is not None:
+        loc += f" rank {e.rank}"
+    return loc
+
+
+def _header(r: Report) -> Text:
+    names = ", ".join(s.path for s in r.sources[:3]) + (" ..." if len(r.sources) > 3 else "")
+    lines = sum(s.lines for s in r.sources)
+    bits = [f"{lines} lines"]
+    if r.ranks:
+        bits.append(f"ranks {_ranges(r.ranks)}")
+    end = END_WORDS.get(r.end_state.kind, r.end_state.kind)
+    if r.end_state.last_phase and r.end_state.kind != "clean-exit":
+        end += f" while {r.end_state.last_phase.replace('-', ' ')}"
+    bits.append(end)
+    t = Text()
+    t.append("triage  ", style="bold")
+    t.append(names, style="bold blue")
+    t.append(f"  ({'; '.join(bits)})")
+    return t
+
+
+def _ranges(ranks: tuple[int, ...]) -> str:
+    out: list[str] = []
+    start = prev = ranks[0]
+    for r in ranks[1:] + (None,):  # type: ignore[operator]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ",".join(out)
+
+
+def _verdict(r: Report) -> Text:
+    top = r.top
+    t = Text()
+    if top is None:
+        if r.end_state.kind == "clean-exit":
+            t.append("No failure found: the run ended cleanly.", style="green")
+        else:
+            t.append("No known failure signature matched.", style="green")
+        return t
+    if top.role != "root-cause" or top.confidence == Confidence.POSSIBLE:
+        t.append("Not proven. ", style="bold")
+        t.append(f"Most likely: {top.title} ({top.signature}), {top.confidence.label}.")
+        return t
+    t.append(f"{top.title}", style=CONF_STYLE[top.confidence])
+    t.append(f"  ({top.signature}, {top.confidence.label})")
+    if top.summary:
+        t.append("\n" + top.summary)
+    return t
+
+
+def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
+    out: list[Text] = []
+    head = Text()
+    head.append(f"{i} ", style="bold")
+    head.append(d.signature, style="bold")
+    head.append(f"  {d.title}  ")
+    head.append(d.confidence.label, style=CONF_STYLE[d.confidence])
+    if d.role == "consequence" and d.explained_by:
+        head.append(f"  consequence of {d.explained_by}", style="dim")
+    elif d.role == "contributing":
+        head.append("  contributing", style="dim")
+    out.append(head)
+    shown = d.evidence if verbose else d.evidence[:3]
+    for e in shown:
+        if verbose or d.role == "root-cause":
+            for c in e.context[-2:]:
+                out.append(Text(f"      {c[:160]}", style="dim"))
+        line = Text("    > ", style="bold")
+        line.append(_where(e), style="blue")
+        line.append("  " + e.text[:240])
+        out.append(line)
+    for e in d.counter_evidence:
+        out.append(Text(f"    against: {e.text}", style="yellow"))
+    if d.role == "consequence":
+        return out
+    explained = [x.signature for x in r.diagnoses if x.explained_by == d.signature]
+    if explained:
+        out.append(Text(f"    explains: {', '.join(explained)}"))
+    for c in d.checks[: (None if verbose else 2)]:
+        out.append(Text("    check: ", style="bold") + Text(c))
+    for fix in d.remedies[: (None if verbose else 2)]:
+        out.append(Text("    fix:   ", style="bold green") + Text(fix))
+    if verbose:
+        for doc in d.docs:
+            out.append(Text(f"    docs:  {doc}", style="dim"))
+    return out
+
+
+def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
+           color: bool | None = None, verbose: bool = False) -> None:
+    console = Console(file=file, width=width, force_terminal=color, no_color=color is False,
+                      highlight=False, soft_wrap=False)
+    console.print(_header(r))
+    console.print()
+    console.print(_verdict(r))
+    roots = [d for d in r.diagnoses if d.role != "consequence"]
+    cons = [d for d in r.diagnoses if d.role == "consequence"]
+    if roots:
+        console.print()
+        label = "Diagnosis" if len(roots) == 1 else "Possible causes, best first"
+        console.print(Text(label, style="bold underline"))
+        for i, d in enumerate(roots, 1):
+            for t in _diagnosis(i, d, r, verbose):
+                console.print(t)
+    if cons:
+        console.print()
+        console.print(Text("Consequences (explained by the cause above)", style="bold underline"))
+        for i, d in enumerate(cons, len(roots) + 1):
+            for t in _diagnosis(i, d, r, verbose):
+                console.print(t)
+    if r.ruled_out:
+        console.print()
+        console.print(Text("Ruled out", style="bold underline"))
+        for x in r.ruled_out:
+            console.print(Text(f"  {x.signature}: {x.because}"))
+    if len(roots) > 1:
+        console.print()
+        console.print(Text("To tell them apart, run first:", style="bold"))
+        for d in roots[:4]:
+            if d.checks:
+                console.print(Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
+    if r.notes:
+        console.print()
+        for n in r.notes:
+            console.print(Text("note: ", style="bold") + Text(n))

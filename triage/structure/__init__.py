@@ -1,0 +1,329 @@
+"""structure: tracebacks, C++ traces, torchrun failure reports, phases, metrics and
+the end state, read from a stream of `Line`s (one pass, bounded state)."""
+
+from __future__ import annotations
+
+import math
+import signal as _signal
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage.model import EndState, Event, ExceptionInfo, Line, SourceInfo
+from triage.structure import tables as T
+
+MAX_EXCEPTIONS = 2000
+MAX_MSG_LINES = 40
+TAIL_LINES = 40
+
+
+@dataclass
+class _TB:
+    """A traceback being read on one stream (source, rank)."""
+
+    start: Line
+    frames: list[str] = field(default_factory=list)
+    exc: ExceptionInfo | None = None
+    msg_lines: list[str] = field(default_factory=list)
+    chain_index: int = 0
+    chained_as: str | None = None
+
+
+@dataclass
+class _Stream:
+    tb: _TB | None = None
+    pending_chain: str | None = None
+    chain_index: int = 0
+    last_exc_seq: int = 0
+
+
+@dataclass
+class Structure:
+    """What the structure stage produced; the engine reads it."""
+
+    exceptions: list[ExceptionInfo] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    phases: list[tuple[str, Line]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    end_state: EndState = field(default_factory=lambda: EndState("empty"))
+    tail: list[Line] = field(default_factory=list)
+
+    @property
+    def last_phase(self) -> str | None:
+        return self.phases[-1][0] if self.phases else None
+
+
+class Structurer:
+    """Feed lines in order with `feed`, then call `finish` once."""
+
+    def __init__(self) -> None:
+        self.out = Structure()
+        self._streams: dict[tuple[str, int | None], _Stream] = {}
+        self._tails: dict[str, deque[Line]] = {}
+        self._torchrun: dict[str, Any] | None = None
+        self._torchrun_entry: dict[str, Any] | None = None
+        self._pending_cpp_msg: dict[tuple[str, int | None], Line] = {}
+        self._terminate: tuple[Line, str] | None = None
+        self._last_step_seq = 0
+        self._last_phase: str | None = None
+        self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
+        self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
+                                  "loss_first": None, "loss_last": None, "toks_last": None,
+                                  "step_times": deque(maxlen=256)}
+
+    # -- feeding -------------------------------------------------------------------
+    def feed(self, line: Line) -> None:
+        text = line.text
+        tail = self._tails.setdefault(line.source, deque(maxlen=TAIL_LINES))
+        if text.strip():
+            tail.append(line)
+        self._traceback(line, text)
+        self._torchrun_report(line, text)
+        self._cpp(line, text)
+        self._phase(line, text)
+        self._metrics(line, text)
+
+    def _stream(self, line: Line) -> _Stream:
+        key = (line.source, line.rank)
+        s = self._streams.get(key)
+        if s is None:
+            s = self._streams[key] = _Stream()
+        return s
+
+    def _traceback(self, line: Line, text: str) -> None:
+        s = self._stream(line)
+        stripped = text.strip()
+        if stripped.startswith(T.TRACEBACK_START) or stripped == "Original Traceback (most recent call last):":
+            self._close_tb(s)
+            chained = s.pending_chain
+            s.chain_index = s.chain_index + 1 if chained else 0
+            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained)
+            s.pending_chain = None
+            return
+        if stripped in T.CHAIN_MARKERS:
+            self._close_tb(s)
+            s.pending_chain = T.CHAIN_MARKERS[stripped]
+            return
+        tb = s.tb
+        if tb is None:
+            if s.pending_chain is None:
+                self._bare_exception(line, text)
+            return
+        if tb.exc is None:
+            if not stripped:
+                return
+            if text[:1] in (" ", "\t") or stripped.startswith(("File \"", "^", "~")):
+                if stripped.startswith("File \""):
+                    tb.frames.append(stripped)
+                return
+            m = T.EXC_LINE_RE.match(stripped)
+            if m and " " not in m.group("type"):
+                tb.exc = ExceptionInfo(m.group("type"), (m.group("msg") or "").strip(), line,
+                                       chain_index=tb.chain_index, chained_as=tb.chained_as,
+                                       has_traceback=True, frames=tuple(tb.frames[-8:]))
+                return
+            # something else interrupted the traceback (interleaved output)
+            return
+        # message continuation lines until a blank line or a new record
+        if not stripped or len(tb.msg_lines) >= MAX_MSG_LINES:
+            self._close_tb(s)
+            return
+        tb.msg_lines.append(stripped)
+
+    def _close_tb(self, s: _Stream) -> None:
+        tb = s.tb
+        s.tb = None
+        if tb is None or tb.exc is None:
+            return
+        exc = tb.exc
+        if tb.msg_lines:
+            msg = (exc.message + "\n" + "\n".join(tb.msg_lines)).strip()
+            exc = ExceptionInfo(exc.type, msg, exc.line, exc.frames, exc.chain_index,
+                                exc.chained_as, True)
+        self._add_exception(exc)
+        s.last_exc_seq = exc.line.seq
+
+    def _bare_exception(self, line: Line, text: str) -> None:
+        if "Error" not in text and "Exception" not in text and "Interrupt" not in text:
+            return
+        m = T.BARE_EXC_RE.search(text)
+        if m:
+            self._add_exception(ExceptionInfo(m.group("type"), (m.group("msg") or "").strip(), line))
+
+    def _add_exception(self, exc: ExceptionInfo) -> None:
+        if len(self.out.exceptions) < MAX_EXCEPTIONS:
+            self.out.exceptions.append(exc)
+
+    def _torchrun_report(self, line: Line, text: str) -> None:
+        if "local_rank:" in text and "exitcode" in text:
+            m = T.CHILD_EXIT_RE.search(text)
+            if m:
+                code = int(m.group("code"))
+                self.out.events.append(Event("child-exit", line, {
+                    "exitcode": code, "local_rank": int(m.group("lr")), "pid": int(m.group("pid")),
+                    "signal": _signame(code)}))
+        stripped = text.strip()
+        if stripped.startswith("Root Cause (first observed failure)"):
+            self._torchrun = {"line": line, "section": "root", "entries": []}
+            return
+        if stripped == "Failures:":
+            self._torchrun = {"line": line, "section": "other", "entries": []}
+            return
+        tr = self._torchrun
+        if tr is None:
+            return
+        if stripped.startswith("[") and stripped.endswith("]:"):
+            self._torchrun_entry = {"section": tr["section"]}
+            tr["entries"].append(self._torchrun_entry)
+            return
+        m2 = T.TORCHRUN_FIELD_RE.match(text)
+        if m2 and self._torchrun_entry is not None:
+            self._torchrun_entry[m2.group("key")] = m2.group("val").strip()
+            return
+        if stripped.startswith(("====", "----")) or not stripped:
+            if tr["section"] == "root" and tr["entries"]:
+                self._emit_torchrun(tr)
+                self._torchrun = None
+            elif stripped.startswith("===="):
+                self._torchrun = None
+            self._torchrun_entry = None
+
+    def _emit_torchrun(self, tr: dict[str, Any]) -> None:
+        e = tr["entries"][0]
+        data: dict[str, Any] = {"root_rank": None, "exitcode": None, "signal": None,
+                                "error_file": e.get("error_file"), "traceback": e.get("traceback"),
+                                "host": e.get("host")}
+        rank = e.get("rank", "")
+        if rank.split(" ")[0].lstrip("-").isdigit():
+            data["root_rank"] = int(rank.split(" ")[0])
+        code = e.get("exitcode", "")
+        head = code.split(" ")[0]
+        if head.lstrip("-").isdigit():
+            data["exitcode"] = int(head)
+            data["signal"] = _signame(int(head))
+        if "(SIG" in code:
+            data["signal"] = code[code.index("(SIG") + 1:].split(")")[0]
+        tbt = data["traceback"] or ""
+        if "Signal " in tbt and "(SIG" in tbt:
+            data["signal"] = tbt[tbt.index("(SIG") + 1:].split(")")[0]
+        self.out.events.append(Event("torchrun-failure", tr["line"], data))
+
+    def _cpp(self, line: Line, text: str) -> None:
+        if "Exception raised from" in text:
+            m = T.CPP_RAISED_RE.search(text)
+            if m:
+                key = (line.source, line.rank)
+                prev = self._pending_cpp_msg.get(key)
+                self.out.events.append(Event("cpp-exception", line, {
+                    "where": m.group("where"), "file": m.group("file"), "line": int(m.group("line")),
+                    "message": prev.text if prev else ""}))
+            return
+        if "terminate called" in text:
+            m2 = T.TERMINATE_RE.search(text)
+            if m2:
+                self._terminate = (line, m2.group("type"))
+                self.out.events.append(Event("cpp-terminate", line, {"type": m2.group("type")}))
+            return
+        if text.strip():
+            self._pending_cpp_msg[(line.source, line.rank)] = line
+
+    def _phase(self, line: Line, text: str) -> None:
+        for phase, rx in T.PHASES:
+            if rx.search(text):
+                if phase != self._last_phase:
+                    self.out.phases.append((phase, line))
+                    if len(self.out.phases) > 512:
+                        del self.out.phases[1:257]
+                    self._last_phase = phase
+                return
+
+    def _metrics(self, line: Line, text: str) -> None:
+        low_has_loss = "loss" in text
+        m_step = T.STEP_RE.search(text) if ("step" in text or "iter" in text) else None
+        if m_step and low_has_loss:
+            self._m["steps"] += 1
+            self._m["last_step"] = int(m_step.group(1))
+            self._last_step_seq = line.seq
+            if line.ts is not None:
+                self._m["step_times"].append(line.ts)
+        if low_has_loss:
+            ml = T.LOSS_RE.search(text)
+            if ml:
+                try:
+                    v = float(ml.group(1))
+                except ValueError:
+                    return
+                if self._m["loss_first"] is None:
+                    self._m["loss_first"] = v
+                self._m["loss_last"] = v
+                self._losses.append((self._m["last_step"], v))
+                if not math.isfinite(v):
+                    self._m["nonfinite_loss"] += 1
+                    self._m.setdefault("first_nonfinite_line", line.lineno)
+                self._last_step_seq = line.seq
+        if "/s" in text or "per_s" in text:
+            mt = T.TOKS_RE.search(text)
+            if mt:
+                try:
+                    self._m["toks_last"] = float(mt.group(1))
+                except ValueError:
+                    pass
+
+    # -- finishing -----------------------------------------------------------------
+    def finish(self, sources: list[SourceInfo]) -> Structure:
+        for s in self._streams.values():
+            self._close_tb(s)
+        tr = self._torchrun
+        if tr is not None and tr["section"] == "root" and tr["entries"]:
+            self._emit_torchrun(tr)
+        m = dict(self._m)
+        m["step_times"] = list(m["step_times"])
+        m["losses"] = list(self._losses)[-512:]
+        self.out.metrics = m
+        self.out.end_state = self._end_state(sources)
+        return self.out
+
+    def _end_state(self, sources: list[SourceInfo]) -> EndState:
+        phase = self.out.last_phase
+        if not any(s.lines for s in sources):
+            return EndState("empty", phase)
+        states: list[EndState] = []
+        for src in sources:
+            tail = list(self._tails.get(src.path, ()))
+            if not tail:
+                continue
+            last = tail[-1]
+            states.append(self._source_end(src, tail, last, phase))
+        if not states:
+            return EndState("empty", phase)
+        order = ["traceback", "error", "cut-mid-line", "no-terminal-event", "clean-exit"]
+        states.sort(key=lambda e: order.index(e.kind))
+        return states[0]
+
+    def _source_end(self, src: SourceInfo, tail: list[Line], last: Line, phase: str | None) -> EndState:
+        def st(kind: str) -> EndState:
+            return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
+        if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]):
+            return st("clean-exit")
+        excs = [e for e in self.out.exceptions if e.line.source == src.path]
+        if excs and excs[-1].has_traceback and excs[-1].line.seq > self._last_step_seq:
+            return st("traceback")
+        if any(T.ERROR_END_RE.search(x.text) for x in tail[-8:]) or (
+                excs and excs[-1].line.seq > self._last_step_seq and excs[-1].line.seq >= tail[0].seq):
+            return st("error")
+        if src.ends_without_newline:
+            return st("cut-mid-line")
+        return st("no-terminal-event")
+
+
+def _signame(code: int) -> str | None:
+    if code >= 0:
+        # shells report 128+N for a signal
+        if code > 128 and code - 128 < 65:
+            code = -(code - 128)
+        else:
+            return None
+    try:
+        return _signal.Signals(-code).name
+    except ValueError:
+        return None

@@ -1,0 +1,71 @@
+"""Data tables for the structure stage: phase markers, metric patterns, end markers.
+
+Each is an ordered list of rows; a new training framework is a new row, not a branch.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (phase, regex searched in a line). The last phase seen is the log's phase.
+PHASES: list[tuple[str, re.Pattern[str]]] = [
+    ("distributed-init", re.compile(
+        r"init_process_group|Initializing (?:the )?process group|[Rr]endezvous|MASTER_ADDR"
+        r"|NCCL INFO (?:Bootstrap|NET/|cudaDriverVersion|comm 0x)|Added key: store_based_barrier")),
+    ("model-loading", re.compile(
+        r"Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b|Loading checkpoint shards"
+        r"|Target \d+ on \S+|from_pretrained|Loading weights|Instantiating \w+ model"
+        r"|Loading model|load_state_dict|Building model")),
+    ("data-loading", re.compile(
+        r"Loading (?:the )?(?:dataset|data)|Tokeniz(?:ing|ation)|Map(?: \(num_proc=\d+\))?:"
+        r"|Generating (?:train|test) split|Building dataset")),
+    ("compiling", re.compile(
+        r"Compiling\b|torch\.compile|torch\._dynamo|inductor|triton\.compile|Compile time")),
+    ("checkpoint-saving", re.compile(
+        r"Saving (?:model )?checkpoint|Saving model|save_pretrained|Saving state|"
+        r"Writing checkpoint|checkpoint saved|Saved checkpoint")),
+    ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
+    ("training", re.compile(
+        r"\bstep[ =:]+\d+|\biter(?:ation)?[ =:]+\d+|\{'loss': |\bepoch[ =:]+\d+"
+        r"|\*\*\*\*\* Running training|\d+/\d+ \[\d+:\d+<")),
+]
+
+STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|global_step)[\s=:]+(\d+)", re.IGNORECASE)
+LOSS_RE = re.compile(
+    r"""(?:\b|')loss(?:'|")?\s*[=:]\s*(?:tensor\()?([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)|NaN|Inf|-inf)""",
+    re.IGNORECASE)
+GRAD_NORM_RE = re.compile(r"grad_?norm(?:'|\")?\s*[=:]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))",
+                          re.IGNORECASE)
+TOKS_RE = re.compile(r"(?:tok/s|tokens/s|tokens_per_sec(?:ond)?|tok_per_s)\s*[=:]?\s*([\d.]+)",
+                     re.IGNORECASE)
+
+CLEAN_EXIT_RE = re.compile(
+    r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
+    r"|all done|run (?:finished|completed)|exit(?:ed)?(?: with)? (?:code|status)[ =:]*0\b"
+    r"|^done\b|train_runtime|Training completed)")
+
+ERROR_END_RE = re.compile(
+    r"\bKilled\b|Segmentation fault|core dumped|Aborted|Bus error|ChildFailedError"
+    r"|exitcode\s*:\s*-?\d+|FAILED|Terminated|srun: error|CANCELLED|DUE TO TIME LIMIT")
+
+TRACEBACK_START = "Traceback (most recent call last):"
+CHAIN_MARKERS = {
+    "During handling of the above exception, another exception occurred:": "during-handling",
+    "The above exception was the direct cause of the following exception:": "direct-cause",
+}
+
+# "torch.OutOfMemoryError: CUDA out of memory", "ValueError", "KeyError: 'x'"
+EXC_LINE_RE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
+# An exception mentioned on a line without its traceback (foreign prefixes tolerated).
+BARE_EXC_RE = re.compile(
+    r"(?:^|[\s:\]>|])(?P<type>(?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|KeyboardInterrupt"
+    r"|SystemExit|ChildFailedError))(?::\s(?P<msg>.*))?$")
+
+CPP_RAISED_RE = re.compile(r"Exception raised from (?P<where>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
+TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+WHAT_RE = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)")
+
+CHILD_EXIT_RE = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
+TORCHRUN_FIELD_RE = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<val>.*)$")
