@@ -103,9 +103,11 @@ def open_binary(path: str) -> BinaryIO:
 
 def read_chunks(fh: BinaryIO, path: str) -> Iterator[bytes]:
     """Yield chunks; a damaged compressed stream ends the data with a clear error."""
+    # read1 returns what is decoded so far, so a cut-off gzip keeps its readable part
+    read = getattr(fh, "read1", None) or fh.read
     while True:
         try:
-            chunk = fh.read(CHUNK)
+            chunk = read(CHUNK)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             raise TruncatedInput(path, str(e)) from None
         except OSError as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import IO
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.text import Text
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
@@ -97,7 +98,7 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
     for e in shown:
         if verbose or d.role == "root-cause":
             for c in e.context[-2:]:
-                out.append(Text(f"      {c[:160]}", style="dim"))
+                out.append(Text(f"      {c.strip()[:160]}", style="dim"))
         line = Text("    > ", style="bold")
         line.append(_where(e), style="blue")
         line.append("  " + e.text[:240])
@@ -119,6 +120,13 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
     return out
 
 
+def _print(console: Console, t: Text) -> None:
+    """Print with a hanging indent: wrapped lines align under the text, not column 0."""
+    plain = t.plain
+    lead = len(plain) - len(plain.lstrip(" "))
+    console.print(Padding(t[lead:], (0, 0, 0, lead), expand=False) if lead else t)
+
+
 def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
            color: bool | None = None, verbose: bool = False) -> None:
     console = Console(file=file, width=width, force_terminal=color, no_color=color is False,
@@ -134,13 +142,13 @@ def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
         console.print(Text(label, style="bold underline"))
         for i, d in enumerate(roots, 1):
             for t in _diagnosis(i, d, r, verbose):
-                console.print(t)
+                _print(console, t)
     if cons:
         console.print()
         console.print(Text("Consequences (explained by the cause above)", style="bold underline"))
         for i, d in enumerate(cons, len(roots) + 1):
             for t in _diagnosis(i, d, r, verbose):
-                console.print(t)
+                _print(console, t)
     if r.ruled_out:
         console.print()
         console.print(Text("Ruled out", style="bold underline"))

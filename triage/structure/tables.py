@@ -32,7 +32,8 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
 
 STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|global_step)[\s=:]+(\d+)", re.IGNORECASE)
 LOSS_RE = re.compile(
-    r"""(?:\b|')loss(?:'|")?\s*[=:]\s*(?:tensor\()?([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)|NaN|Inf|-inf)""",
+    r"""(?:\b|')loss(?:'|")?(?:\s*[=:]\s*|\s+(?:is\s+)?)(?:tensor\()?"""
+    r"""([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))\b""",
     re.IGNORECASE)
 GRAD_NORM_RE = re.compile(r"grad_?norm(?:'|\")?\s*[=:]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))",
                           re.IGNORECASE)

@@ -1,0 +1,25 @@
+"""Runtime tests need torch and transformers; skip the whole folder without them."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import torch  # noqa: E402  # only after the importorskip guards
+
+from dflash_runtime.config import Config, preset  # noqa: E402
+from dflash_runtime.target import build_target  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def cfg() -> Config:
+    """The tiny preset, with a short evaluation."""
+    return preset("tiny", eval_prompts=4, eval_new_tokens=32)
+
+
+@pytest.fixture(scope="session")
+def target(cfg: Config) -> torch.nn.Module:
+    """The tiny target, pretrained once per session (a few seconds)."""
+    return build_target(cfg, seed=0, log=False)

@@ -1,0 +1,137 @@
+"""structure: tracebacks with chains, torchrun reports, C++ traces, phases, end state."""
+
+from __future__ import annotations
+
+from triage.engine import Analysis, get_rules
+from triage.ingest.normalize import SourceState, normalize
+from triage.ingest.reader import split_lines
+from triage.model import Line, SourceInfo
+from triage.structure import Structurer
+
+
+def structure(text: str):
+    s = Structurer()
+    state = SourceState()
+    n = 0
+    seq = 0
+    complete = True
+    for raw in split_lines([text.encode()]):
+        n, complete = raw.lineno, raw.complete
+        for p in normalize(raw.data, state):
+            seq += 1
+            s.feed(Line("t.log", raw.lineno, p.text, p.rank, seq, p.ts))
+    return s.finish([SourceInfo("t.log", n, (), not complete, not complete)])
+
+
+CHAIN = """Traceback (most recent call last):
+  File "a.py", line 3, in load
+    open(p)
+FileNotFoundError: [Errno 2] No such file or directory: 'ckpt.pt'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "a.py", line 9, in <module>
+    load()
+RuntimeError: could not load the checkpoint
+"""
+
+
+def test_chained_traceback():
+    st = structure(CHAIN)
+    assert [(e.short_type, e.chain_index, e.chained_as) for e in st.exceptions] == [
+        ("FileNotFoundError", 0, None), ("RuntimeError", 1, "during-handling")]
+    assert st.exceptions[0].frames == ('File "a.py", line 3, in load',)
+    assert st.end_state.kind == "traceback"
+
+
+def test_multiline_exception_message_is_kept():
+    text = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n\nnext\n")
+    st = structure(text)
+    assert "CUDA_LAUNCH_BLOCKING" in st.exceptions[0].message
+
+
+def test_interleaved_ranks_keep_separate_tracebacks():
+    text = "\n".join([
+        "[rank0]: Traceback (most recent call last):",
+        "[rank1]: Traceback (most recent call last):",
+        "[rank0]:   File \"t.py\", line 1, in <module>",
+        "[rank1]:   File \"t.py\", line 2, in <module>",
+        "[rank1]: KeyError: 'b'",
+        "[rank0]: ValueError: a",
+    ]) + "\n"
+    st = structure(text)
+    assert sorted((e.short_type, e.line.rank) for e in st.exceptions) == [("KeyError", 1), ("ValueError", 0)]
+
+
+TORCHRUN = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-29_17:32:30
+  host      : localhost
+  rank      : 5 (local_rank: 5)
+  exitcode  : -9 (pid: 24243)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 24243
+============================================================
+"""
+
+
+def test_torchrun_report():
+    st = structure(TORCHRUN)
+    ev = [e for e in st.events if e.kind == "torchrun-failure"]
+    assert len(ev) == 1
+    assert ev[0].data["root_rank"] == 5
+    assert ev[0].data["exitcode"] == -9
+    assert ev[0].data["signal"] == "SIGKILL"
+
+
+def test_old_torchrun_exitcode_without_signal_name():
+    st = structure(TORCHRUN.replace("  (SIGKILL)", "").replace("traceback : Signal 9 (SIGKILL) received by PID 24243", "traceback : <N/A>"))
+    ev = [e for e in st.events if e.kind == "torchrun-failure"][0]
+    assert ev.data["signal"] == "SIGKILL"  # derived from the negative exit code
+
+
+def test_cpp_exception_trace():
+    text = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+            "  what():  [PG 0 Rank 3] Process group watchdog thread terminated with exception\n"
+            "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1603 (most recent call first):\n")
+    st = structure(text)
+    kinds = [e.kind for e in st.events]
+    assert "cpp-terminate" in kinds and "cpp-exception" in kinds
+    cpp = [e for e in st.events if e.kind == "cpp-exception"][0]
+    assert cpp.data["file"].endswith("ProcessGroupNCCL.cpp") and cpp.data["line"] == 1603
+
+
+def test_end_states():
+    assert structure("Loading 5 target models...\nTarget 0 on cuda:0...\nT").end_state.kind == "cut-mid-line"
+    st = structure("Loading 5 target models...\nTarget 0 on cuda:0...\nT")
+    assert st.end_state.last_phase == "model-loading"
+    assert structure("step 1 loss 2.0\nstep 2 loss 1.9\n").end_state.kind == "no-terminal-event"
+    assert structure("step 1 loss 2.0\nTraining completed.\n").end_state.kind == "clean-exit"
+    assert structure("step 1 loss 2.0\nKilled\n").end_state.kind == "error"
+    assert structure("").end_state.kind == "empty"
+
+
+def test_metrics():
+    st = structure("step 1 loss 2.5 acc 0.1 tok/s 1000\nstep 2 loss nan acc 0.1 tok/s 900\n")
+    assert st.metrics["steps"] == 2
+    assert st.metrics["loss_first"] == 2.5
+    assert st.metrics["nonfinite_loss"] == 1
+    assert st.metrics["toks_last"] == 900.0
+
+
+def test_analysis_streaming_api():
+    a = Analysis(get_rules())
+    a.feed(Line("x", 1, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB", None, 1))
+    rep = a.report([SourceInfo("x", 1)])
+    assert rep.top is not None and rep.top.signature == "cuda-oom"
