@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import IO
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
@@ -124,7 +123,12 @@ def _print(console: Console, t: Text) -> None:
     """Print with a hanging indent: wrapped lines align under the text, not column 0."""
     plain = t.plain
     lead = len(plain) - len(plain.lstrip(" "))
-    console.print(Padding(t[lead:], (0, 0, 0, lead), expand=False) if lead else t)
+    if not lead:
+        console.print(t)
+        return
+    for piece in t[lead:].wrap(console, max(20, console.width - lead)):
+        piece.rstrip()
+        console.print(Text(" " * lead) + piece)
 
 
 def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
