@@ -22,13 +22,21 @@ END_WORDS = {
 }
 
 
-def _where(e: Evidence) -> str:
+def _where(e: Evidence, single: bool = False) -> str:
     if e.source == "snapshot":
         return "snapshot"
-    loc = f"{e.source}:{e.line}" if e.line is not None else (e.source or "")
+    src = e.source or ""
+    if single or not src:
+        loc = f"line {e.line}" if e.line is not None else src
+    else:
+        loc = f"{src.rsplit('/', 1)[-1]}:{e.line}" if e.line is not None else src
     if e.rank is not None:
         loc += f" rank {e.rank}"
     return loc
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _header(r: Report) -> Text:
@@ -93,14 +101,25 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
     elif d.role == "contributing":
         head.append("  contributing", style="dim")
     out.append(head)
+    single = len(r.sources) == 1
+    if d.role == "consequence" and not verbose:
+        e = d.evidence[0] if d.evidence else None
+        ranks = sorted({x.rank for x in d.evidence if x.rank is not None})
+        if e is not None:
+            line = Text("    > ", style="bold")
+            line.append(_where(e, single), style="blue")
+            more = f"  (+{len(d.evidence) - 1} more" + (f", ranks {_ranges(tuple(ranks))})" if ranks else ")")
+            line.append("  " + _clip(e.text, 160) + (more if len(d.evidence) > 1 else ""))
+            out.append(line)
+        return out
     shown = d.evidence if verbose else d.evidence[:3]
     for e in shown:
         if verbose or d.role == "root-cause":
             for c in e.context[-2:]:
                 out.append(Text(f"      {c.strip()[:160]}", style="dim"))
         line = Text("    > ", style="bold")
-        line.append(_where(e), style="blue")
-        line.append("  " + e.text[:240])
+        line.append(_where(e, single), style="blue")
+        line.append("  " + _clip(e.text, 400 if verbose else 240))
         out.append(line)
     for e in d.counter_evidence:
         out.append(Text(f"    against: {e.text}", style="yellow"))
