@@ -14,8 +14,10 @@ from triage.engine.match import Matcher
 from triage.engine.reason import diagnose
 from triage.engine.rules import Rule, load_rules
 from triage.ingest import Ingest, expand_paths
+from triage.ingest.scan import LiteralScanner
 from triage.model import EndState, Line, Report, SourceInfo
 from triage.structure import Structure, Structurer
+from triage.structure.tables import STRUCTURE_LITERALS
 
 __all__ = ["Analysis", "analyze", "analyze_lines", "analyze_text", "load_rules"]
 
@@ -40,6 +42,15 @@ class Analysis:
         self.structurer = Structurer()
         self.lines = 0
 
+    def gap(self, source: str) -> None:
+        """Lines of `source` were skipped by the fast path."""
+        self.structurer.gap(source)
+
+    def scanner(self) -> LiteralScanner:
+        """A raw-bytes scanner for every literal that can matter to rules or structure."""
+        pre = self.matcher.prefilter
+        return LiteralScanner(list(pre.literals) + list(STRUCTURE_LITERALS), list(pre.icase))
+
     def feed(self, line: Line) -> None:
         self.lines += 1
         self.structurer.feed(line)
@@ -60,14 +71,28 @@ class Analysis:
 
 
 def analyze(paths: list[str], *, rules: list[Rule] | None = None,
-            facts: Mapping[str, Any] | None = None) -> Report:
-    """Triage log files (or folders, or '-' for stdin)."""
+            facts: Mapping[str, Any] | None = None, fast: bool | None = None) -> Report:
+    """Triage log files (or folders, or '-' for stdin).
+
+    `fast`: None reads big files (>= 16 MiB) as windows around literal hits, True does
+    so for every file, False reads every line.
+    """
     rules = rules if rules is not None else get_rules()
-    ingest = Ingest(expand_paths(paths))
     a = Analysis(rules, facts)
+    ingest = Ingest(expand_paths(paths))
+    if fast is not False:
+        ingest.scanner = a.scanner()
+        ingest.on_gap = a.gap
+        if fast:
+            ingest.fast_min_bytes = 0
     for line in ingest:
         a.feed(line)
-    return a.report(ingest.sources, ingest.notes)
+    notes = list(ingest.notes)
+    if ingest.skipped_lines:
+        notes.append(f"Fast scan: {ingest.skipped_lines} lines without any rule's literal were "
+                     f"skipped (engine: {ingest.scanner.engine if ingest.scanner else '-'}); "
+                     "step metrics are sampled from the head and tail.")
+    return a.report(ingest.sources, notes)
 
 
 def analyze_lines(lines: Iterable[Line], sources: list[SourceInfo], *,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from triage.ingest.normalize import SourceState, normalize
-from triage.ingest.reader import TruncatedInput, expand_paths, iter_raw
+from triage.ingest.reader import RawLine, TruncatedInput, expand_paths, iter_raw, open_binary, read_chunks
+from triage.ingest.scan import Gap, LiteralScanner, windows
 from triage.model import Line, SourceInfo
 
 __all__ = ["Ingest", "expand_paths"]
@@ -34,6 +36,12 @@ class Ingest:
     paths: list[str]
     sources: list[SourceInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Fast path: with a scanner, files of at least `fast_min_bytes` are read as windows
+    # around literal hits (plus head and tail); `on_gap(source)` is told of each skip.
+    scanner: LiteralScanner | None = None
+    fast_min_bytes: int = 16 << 20
+    on_gap: Callable[[str], None] | None = None
+    skipped_lines: int = 0
 
     def __iter__(self) -> Iterator[Line]:
         seq = 0
@@ -43,7 +51,12 @@ class Ingest:
             stats = _Stats()
             file_rank = _rank_from_name(path)
             try:
-                for raw in iter_raw(path):
+                for raw in self._raw(path, name):
+                    if isinstance(raw, Gap):
+                        self.skipped_lines += raw.lines
+                        if self.on_gap is not None:
+                            self.on_gap(name)
+                        continue
                     stats.lines = raw.lineno
                     stats.ends_without_newline = not raw.complete
                     for p in normalize(raw.data, state):
@@ -64,6 +77,27 @@ class Ingest:
                 path=name, lines=stats.lines, ranks=tuple(sorted(ranks)),
                 truncated=stats.ends_without_newline or stats.damaged,
                 ends_without_newline=stats.ends_without_newline))
+
+
+    def _raw(self, path: str, name: str) -> Iterator[RawLine | Gap]:
+        if self.scanner is None or not self._big(path):
+            yield from iter_raw(path)
+            return
+        fh = open_binary(path)
+        try:
+            yield from windows(read_chunks(fh, path), self.scanner)
+        finally:
+            fh.close()
+
+    def _big(self, path: str) -> bool:
+        if path == "-":
+            return False
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return False
+        compressed = path.endswith((".gz", ".zst"))
+        return size * (8 if compressed else 1) >= self.fast_min_bytes
 
 
 def _rank_from_name(path: str) -> int | None:

@@ -83,6 +83,15 @@ class Structurer:
         self._phase(line, text)
         self._metrics(line, text)
 
+    def gap(self, source: str) -> None:
+        """Lines of `source` were skipped (fast path): no traceback or report spans it."""
+        for (src, _rank), s in self._streams.items():
+            if src == source:
+                self._close_tb(s)
+                s.pending_chain = None
+        self._torchrun = None
+        self._torchrun_entry = None
+
     def _stream(self, line: Line) -> _Stream:
         key = (line.source, line.rank)
         s = self._streams.get(key)
