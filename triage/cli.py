@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --probe: the training run's interpreter (default: this one)")
     logs.add_argument("--rules", metavar="DIR", action="append", type=Path,
                       help="an extra folder of rules (repeatable)")
+    speed = logs.add_mutually_exclusive_group()
+    speed.add_argument("--quick", action="store_true",
+                       help="a first verdict from the tail of each file only")
+    speed.add_argument("--full", action="store_true",
+                       help="read every line even of big logs (no literal prefilter)")
     logs.set_defaults(func=cmd_logs)
 
     rules = sub.add_parser("rules", help="list, show, lint or export the rules")
@@ -106,7 +111,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
     rules = get_rules(args.rules)
     facts = load_facts(args)
-    report = analyze(args.paths, rules=rules, facts=facts)
+    report = analyze(args.paths, rules=rules, facts=facts, fast=False if args.full else None,
+                     tail_only=args.quick)
     emit(report, args)
     return fail_on_code(report, args.fail_on)
 

@@ -136,7 +136,8 @@ _SECRET_VALUE = r"""[^\s'",;(){}\[\]]{6,}"""
 DETECTORS: tuple[Detector, ...] = (
     # --- multi-line blocks first: their bodies are base64 that later rows must not see
     _d("PRIVATE_KEY",
-       r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?P<s>[\s\S]*?)-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+       r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?P<s>[\s\S]*?)"
+       r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
     # --- tokens with a recognisable prefix
     _d("HF_TOKEN", r"(?<![A-Za-z0-9_])(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"),
     _d("GITHUB_TOKEN",
@@ -155,7 +156,8 @@ DETECTORS: tuple[Detector, ...] = (
        + r"(?P<s>[A-Za-z0-9/+=]{16,})"),
     _d("GOOGLE_API_KEY", r"(?<![A-Za-z0-9_-])(?P<s>AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"),
     _d("SLACK_TOKEN", r"(?<![A-Za-z0-9_-])(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})"),
-    _d("JWT", r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+    _d("JWT", r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
+       r"\.[A-Za-z0-9_-]{8,})"),
     # --- W&B: 40 hex is only a key where W&B put it (a git commit id is 40 hex too)
     _d("WANDB_API_KEY",
        r"(?:WANDB_API_KEY" + _SEP + r"|wandb login\s+(?:--?[\w-]+(?:=\S+)?\s+)*"
@@ -257,7 +259,8 @@ class Redactor:
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Redact bytes that may not be valid UTF-8: undecodable bytes pass unchanged."""
-        return self.redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        text = data.decode("utf-8", "surrogateescape")
+        return self.redact(text).encode("utf-8", "surrogateescape")
 
     def _replace(self, m: re.Match[str], det: Detector) -> str:
         text = m.string

@@ -71,15 +71,17 @@ class Analysis:
 
 
 def analyze(paths: list[str], *, rules: list[Rule] | None = None,
-            facts: Mapping[str, Any] | None = None, fast: bool | None = None) -> Report:
+            facts: Mapping[str, Any] | None = None, fast: bool | None = None,
+            tail_only: bool = False) -> Report:
     """Triage log files (or folders, or '-' for stdin).
 
-    `fast`: None reads big files (>= 16 MiB) as windows around literal hits, True does
+    `fast`: None reads big files (>= 2 MiB) as windows around literal hits, True does
     so for every file, False reads every line.
     """
     rules = rules if rules is not None else get_rules()
     a = Analysis(rules, facts)
-    ingest = Ingest(expand_paths(paths))
+    ingest = Ingest(expand_paths(paths), tail_only=tail_only)
+    ingest.on_gap = a.gap
     if fast is not False:
         ingest.scanner = a.scanner()
         ingest.on_gap = a.gap
@@ -88,7 +90,10 @@ def analyze(paths: list[str], *, rules: list[Rule] | None = None,
     for line in ingest:
         a.feed(line)
     notes = list(ingest.notes)
-    if ingest.skipped_lines:
+    if tail_only:
+        notes.append("Quick verdict from the tail of each file only; run without --quick "
+                     "for the whole log.")
+    elif ingest.skipped_lines:
         notes.append(f"Fast scan: {ingest.skipped_lines} lines without any rule's literal were "
                      f"skipped (engine: {ingest.scanner.engine if ingest.scanner else '-'}); "
                      "step metrics are sampled from the head and tail.")

@@ -59,14 +59,15 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     f["host"] = _val(snap.get("host", Unknown("not recorded")))
 
     pk, why = _section(snap, "packages")
-    for name, ver in pk.items():
-        f[f"package.{_norm(name)}"] = _val(ver)
     if why is not None:
         f["packages"] = why
+    _package_facts(snap, pk, f)
 
     tc, why = _section(snap, "torch")
     for key in ("version", "cuda", "cudnn", "cuda_available", "arch_list", "hip"):
         f[f"torch.{key}"] = _val(tc.get(key, why or Unknown("not recorded")))
+    f["torch.cuda_init_warning"] = _val(tc.get("cuda_init_warning")) if not why else why
+    f["torch.device_count"] = _val(tc.get("device_count", why or Unknown("not recorded")))
 
     ic, why = _section(snap, "inductor_cache")
     entries = _val(ic.get("entries", why or Unknown("not recorded")))
@@ -101,18 +102,27 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
                 f"{field} unreadable on some GPU")
             f[f"gpu.any.{field}"] = known if known else Unknown(f"{field} unreadable")
         f["gpu.names"] = [d.get("name") for d in devices if isinstance(d, dict)]
+        _gpu_facts([d for d in devices if isinstance(d, dict)], f)
 
     k, why = _section(snap, "kernel")
     if why is not None or k.get("readable") is False:
         reason = why or Unknown(str(k.get("reason", "kernel log unreadable")))
         f["kernel.readable"] = False
-        f["kernel.xid"] = reason
-        f["kernel.oom_killer"] = reason
+        f["kernel.reason"] = reason.reason
+        for key in ("kernel.xid", "kernel.oom_killer", "kernel.xid_text", "kernel.oom_killed",
+                    "kernel.fallen_off_bus"):
+            f[key] = reason
     else:
         f["kernel.readable"] = True
-        xids = k.get("xid") or []
-        f["kernel.xid"] = [int(x["code"]) for x in xids if isinstance(x, dict) and "code" in x]
+        xids = [x for x in k.get("xid") or [] if isinstance(x, dict) and "code" in x]
+        f["kernel.xid"] = [int(x["code"]) for x in xids]
+        f["kernel.xid_text"] = _xid_text(xids)
         f["kernel.oom_killer"] = bool(k.get("oom_killer"))
+        f["kernel.oom_killed"] = ", ".join(dict.fromkeys(
+            f"{o.get('process', '?')} (pid {o['pid']})" for o in k.get("oom_killer") or []
+            if isinstance(o, dict) and "pid" in o)) or None
+        f["kernel.fallen_off_bus"] = bool(k.get("fallen_off_bus")) or 79 in f["kernel.xid"]
+    _derived(snap, f)
     return f
 
 

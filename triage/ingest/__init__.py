@@ -39,9 +39,10 @@ class Ingest:
     # Fast path: with a scanner, files of at least `fast_min_bytes` are read as windows
     # around literal hits (plus head and tail); `on_gap(source)` is told of each skip.
     scanner: LiteralScanner | None = None
-    fast_min_bytes: int = 16 << 20
+    fast_min_bytes: int = 2 << 20
     on_gap: Callable[[str], None] | None = None
     skipped_lines: int = 0
+    tail_only: bool = False  # quick verdict: only the last TAIL_BYTES of each file
 
     def __iter__(self) -> Iterator[Line]:
         seq = 0
@@ -80,6 +81,9 @@ class Ingest:
 
 
     def _raw(self, path: str, name: str) -> Iterator[RawLine | Gap]:
+        if self.tail_only and path != "-" and not path.endswith((".gz", ".zst")):
+            yield from _tail(path)
+            return
         if self.scanner is None or not self._big(path):
             yield from iter_raw(path)
             return
@@ -98,6 +102,33 @@ class Ingest:
             return False
         compressed = path.endswith((".gz", ".zst"))
         return size * (8 if compressed else 1) >= self.fast_min_bytes
+
+
+def _tail(path: str) -> Iterator[RawLine | Gap]:
+    """The last TAIL_BYTES of a file, with true line numbers (newlines before it are
+    counted in big reads, which is far cheaper than splitting them)."""
+    from triage.ingest.reader import split_lines
+    from triage.ingest.scan import TAIL_BYTES
+
+    size = os.path.getsize(path)
+    start = max(0, size - TAIL_BYTES)
+    before = 0
+    with open(path, "rb") as fh:
+        remaining = start
+        while remaining > 0:
+            block = fh.read(min(remaining, 16 << 20))
+            if not block:
+                break
+            before += block.count(b"\n")
+            remaining -= len(block)
+        data = fh.read()
+    if start:
+        nl = data.find(b"\n")
+        data = data[nl + 1:] if nl >= 0 else b""
+        before += 1
+        yield Gap(before)
+    for raw in split_lines([data]):
+        yield RawLine(before + raw.lineno, raw.data, raw.complete, raw.cut_bytes)
 
 
 def _rank_from_name(path: str) -> int | None:

@@ -127,6 +127,32 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("gh-lineno", re.compile(r"L?\d{1,7}:\s"), _drop),
 ]
 
+class _Groups:
+    """A view of one row's groups inside the combined prefix regex."""
+
+    __slots__ = ("m", "row")
+
+    def __init__(self, m: re.Match[str], row: int) -> None:
+        self.m, self.row = m, row
+
+    def group(self, name: str) -> str:
+        return self.m.group(f"g{self.row}_{name}")
+
+    def end(self) -> int:
+        return self.m.end()
+
+
+def _combine(rows: list[tuple[str, re.Pattern[str], Handler]]) -> re.Pattern[str]:
+    parts = []
+    for i, (_name, rx, _h) in enumerate(rows):
+        body = re.sub(r"\(\?P<(\w+)>", lambda m, i=i: f"(?P<g{i}_{m.group(1)}>", rx.pattern)
+        parts.append(f"(?P<r{i}>{body})")
+    return re.compile("|".join(parts))
+
+
+# One match call tries every row (leftmost alternative wins, as the ordered loop did).
+PREFIX_ANY = _combine(PREFIXES)
+
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
 
@@ -202,14 +228,12 @@ def peel(text: str, state: SourceState) -> Peeled:
             _srun_label(int(m.group("r")), state, p)
             p.text = t[m.end():]
             continue
-        for _name, rx, handler in PREFIXES:
-            m2 = rx.match(t)
-            if m2 and m2.end() > 0 and m2.end() < len(t):
-                handler(m2, p)
-                p.text = t[m2.end():]
-                break
-        else:
+        m2 = PREFIX_ANY.match(t)
+        if m2 is None or not (0 < m2.end() < len(t)) or m2.lastgroup is None:
             break
+        row = int(m2.lastgroup[1:])
+        PREFIXES[row][2](_Groups(m2, row), p)  # type: ignore[arg-type]
+        p.text = t[m2.end():]
     return p
 
 

@@ -20,7 +20,7 @@ CHUNK = 8 << 20
 BEFORE = 30  # lines kept before a hit: the traceback frames above an exception line
 AFTER = 60  # lines after: message continuations, torchrun's failure report
 HEAD_LINES = 200
-TAIL_BYTES = 1 << 20
+TAIL_BYTES = 256 << 10
 
 
 class LiteralScanner:

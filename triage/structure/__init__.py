@@ -4,6 +4,7 @@ the end state, read from a stream of `Line`s (one pass, bounded state)."""
 from __future__ import annotations
 
 import math
+import re
 import signal as _signal
 from collections import deque
 from dataclasses import dataclass, field
@@ -237,14 +238,15 @@ class Structurer:
             self._pending_cpp_msg[(line.source, line.rank)] = line
 
     def _phase(self, line: Line, text: str) -> None:
-        for phase, rx in T.PHASES:
-            if rx.search(text):
-                if phase != self._last_phase:
-                    self.out.phases.append((phase, line))
-                    if len(self.out.phases) > 512:
-                        del self.out.phases[1:257]
-                    self._last_phase = phase
-                return
+        m = T.PHASES_ANY.search(text)
+        if m is None or m.lastgroup is None:
+            return
+        phase = _first_group(m)
+        if phase != self._last_phase:
+            self.out.phases.append((phase, line))
+            if len(self.out.phases) > 512:
+                del self.out.phases[1:257]
+            self._last_phase = phase
 
     def _metrics(self, line: Line, text: str) -> None:
         low_has_loss = "loss" in text
@@ -323,6 +325,14 @@ class Structurer:
         if src.ends_without_newline:
             return st("cut-mid-line")
         return st("no-terminal-event")
+
+
+def _first_group(m: re.Match[str]) -> str:
+    """The phase whose alternative matched (table order wins on ties)."""
+    for name, value in m.groupdict().items():
+        if value is not None:
+            return name.replace("_", "-")
+    return str(m.lastgroup).replace("_", "-")
 
 
 def _signame(code: int) -> str | None:

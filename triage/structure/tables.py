@@ -30,6 +30,9 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
         r"|\*\*\*\*\* Running training|\d+/\d+ \[\d+:\d+<")),
 ]
 
+# All phases in one alternation: one search per line; the group name is the phase.
+PHASES_ANY = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{rx.pattern})" for name, rx in PHASES))
+
 STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|global_step)[\s=:]+(\d+)", re.IGNORECASE)
 LOSS_RE = re.compile(
     r"""(?:\b|')loss(?:'|")?(?:\s*[=:]\s*|\s+(?:is\s+)?)(?:tensor\()?"""

@@ -1,0 +1,156 @@
+"""Follow a growing file the way `tail -F` does, and split what arrives into lines.
+
+`Follower` survives rotation (the path now names another file: the rest of the old
+one is read first) and truncation (copytruncate: the size drops below what was read,
+so reading restarts at 0). `LineSplitter` turns arbitrary chunks into complete lines
+with C-speed `bytes.split`, keeping an unfinished last line (bounded: a progress bar
+redrawn with \\r for an hour must not grow without limit).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from triage.ingest.reader import HEAD_KEEP, MAX_LINE, TAIL_KEEP
+
+READ_MAX = 8 << 20  # bytes per poll: a burst is read over several polls, memory stays bounded
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes read from the followed file. `fresh` is True when they start a new file
+    (rotation or truncation): an unfinished line before them is over."""
+
+    data: bytes
+    fresh: bool = False
+
+
+class Follower:
+    """Read what was appended to `path` since the last call, across rotation and
+    truncation. The file may not exist yet; it is opened when it appears."""
+
+    def __init__(self, path: str, *, read_max: int = READ_MAX) -> None:
+        self.path = path
+        self.read_max = read_max
+        self._fh: BinaryIO | None = None
+        self._ident: tuple[int, int] | None = None
+        self._pos = 0
+        self.rotations = 0
+        self.truncations = 0
+        self._fresh = False
+
+    @property
+    def position(self) -> int:
+        """Bytes read from the current file."""
+        return self._pos
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _open(self) -> bool:
+        try:
+            fh = open(self.path, "rb")  # noqa: SIM115 - kept open between polls
+        except (FileNotFoundError, PermissionError, IsADirectoryError):
+            return False
+        st = os.fstat(fh.fileno())
+        self._fh, self._ident, self._pos = fh, (st.st_dev, st.st_ino), 0
+        return True
+
+    def _read(self, limit: int) -> bytes:
+        assert self._fh is not None
+        data = self._fh.read(limit)
+        self._pos += len(data)
+        return data
+
+    def poll(self) -> list[Chunk]:
+        """Everything readable now (at most `read_max` bytes), as chunks in order."""
+        out: list[Chunk] = []
+        if self._fh is None and not self._open():
+            return out
+        budget = self.read_max
+        data = self._read(budget)
+        if data:
+            out.append(Chunk(data, self._take_fresh()))
+            budget -= len(data)
+            if budget <= 0:
+                return out
+        # at EOF of the file we hold: has the path moved on, or was the file cut?
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return out  # rotated away and not recreated yet: keep the old file open
+        if (st.st_dev, st.st_ino) != self._ident:
+            rest = self._read(budget)  # what was written before the writer reopened
+            if rest:
+                out.append(Chunk(rest, self._take_fresh()))
+            self.close()
+            if self._open():
+                self.rotations += 1
+                self._fresh = True
+                data = self._read(max(budget - len(rest), 1))
+                if data:
+                    out.append(Chunk(data, self._take_fresh()))
+        elif st.st_size < self._pos:
+            assert self._fh is not None
+            self._fh.seek(0)
+            self._pos = 0
+            self.truncations += 1
+            self._fresh = True
+            data = self._read(budget)
+            if data:
+                out.append(Chunk(data, self._take_fresh()))
+        return out
+
+    def _take_fresh(self) -> bool:
+        fresh, self._fresh = self._fresh, False
+        return fresh
+
+
+def cap_line(data: bytes) -> bytes:
+    """A huge line keeps its head and tail, with a marker (as triage.ingest does)."""
+    if len(data) <= MAX_LINE:
+        return data
+    cut = len(data) - HEAD_KEEP - TAIL_KEEP
+    return data[:HEAD_KEEP] + b" ...[%d bytes cut]... " % cut + data[-TAIL_KEEP:]
+
+
+class LineSplitter:
+    """Chunks in, complete lines out; the unfinished last line waits for its end."""
+
+    def __init__(self) -> None:
+        self.partial = b""
+        self._partial_cut = 0
+
+    def feed(self, data: bytes) -> tuple[bytes, list[bytes]]:
+        """Return (the complete lines as one blob ending in \\n, the lines without \\n)."""
+        buf = self.partial + data if self.partial else data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self._set_partial(buf)
+            return b"", []
+        blob = buf[: cut + 1]
+        self._set_partial(buf[cut + 1:])
+        return blob, blob[:-1].split(b"\n")
+
+    def _set_partial(self, buf: bytes) -> None:
+        if len(buf) > MAX_LINE + 4096:
+            # keep head and tail so the line stays recognisable; the middle is gone
+            self._partial_cut += len(buf) - HEAD_KEEP - TAIL_KEEP
+            buf = buf[:HEAD_KEEP] + buf[-TAIL_KEEP:]
+        self.partial = buf
+        if not buf:
+            self._partial_cut = 0
+
+    def flush(self) -> bytes:
+        """The unfinished line (capped), which is now final; the splitter is reset."""
+        data = self.partial
+        if self._partial_cut:
+            data = data[:HEAD_KEEP] + b" ...[%d bytes cut]... " % self._partial_cut + data[HEAD_KEEP:]
+        self.partial = b""
+        self._partial_cut = 0
+        return data
