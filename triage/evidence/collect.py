@@ -353,7 +353,8 @@ def _device(nv: Any, q: _Q, i: int) -> dict[str, Any]:
     limit = q("nvmlDeviceGetEnforcedPowerLimit", h)
     d["power_limit_w"] = round(limit / 1000, 1) if isinstance(limit, int | float) else limit
     unc = getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
-    d["ecc_uncorrected"] = q("nvmlDeviceGetTotalEccErrors", h, unc, getattr(nv, "NVML_VOLATILE_ECC", 0))
+    d["ecc_uncorrected"] = q("nvmlDeviceGetTotalEccErrors", h, unc,
+                             getattr(nv, "NVML_VOLATILE_ECC", 0))
     d["ecc_uncorrected_aggregate"] = q("nvmlDeviceGetTotalEccErrors", h, unc,
                                        getattr(nv, "NVML_AGGREGATE_ECC", 1))
     retired: Any = 0
@@ -436,7 +437,8 @@ def _nvidia_smi() -> dict[str, Any] | None:
             "index": _num(r["index"]), "name": r["name"], "uuid": r["uuid"],
             "pci_bus_id": r["pci.bus_id"], "cuda_capability": _smi_val(r["compute_cap"]),
             "memory_used_mib": _num(r["memory.used"]), "memory_total_mib": _num(r["memory.total"]),
-            "utilization_pct": _num(r["utilization.gpu"]), "temperature_c": _num(r["temperature.gpu"]),
+            "utilization_pct": _num(r["utilization.gpu"]),
+            "temperature_c": _num(r["temperature.gpu"]),
             "power_w": _num(r["power.draw"]),
             "ecc_uncorrected": _num(r["ecc.errors.uncorrected.volatile.total"]),
         })
@@ -486,14 +488,13 @@ def scan_kernel_lines(lines: Iterable[str], source: str) -> dict[str, Any]:
                 xids.append(x)
             elif FELL_OFF_RE.search(line):
                 fell.append(line.strip()[:500])
-        if "oom" in line.lower() or "Out of memory" in line:
-            if OOM_RE.search(line):
-                entry: dict[str, Any] = {"text": line.strip()[:500]}
-                m = OOM_KILLED_RE.search(line)
-                if m:
-                    entry["pid"] = int(m.group("pid"))
-                    entry["process"] = m.group("name")
-                ooms.append(entry)
+        if ("oom" in line.lower() or "Out of memory" in line) and OOM_RE.search(line):
+            entry: dict[str, Any] = {"text": line.strip()[:500]}
+            m = OOM_KILLED_RE.search(line)
+            if m:
+                entry["pid"] = int(m.group("pid"))
+                entry["process"] = m.group("name")
+            ooms.append(entry)
     return {"readable": True, "source": source, "lines": n,
             "xid": xids[-MAX_KERNEL_MATCHES:], "xid_total": len(xids),
             "fallen_off_bus": fell[-MAX_KERNEL_MATCHES:],
@@ -604,7 +605,8 @@ def cgroup_memory() -> dict[str, Any]:
     except (OSError, ValueError) as e:
         out["memory_max_mib"] = unknown(f"memory.max: {getattr(e, 'strerror', None) or e}")
     try:
-        ev = dict(ln.split() for ln in (path / "memory.events").read_text().splitlines() if ln.strip())
+        lines = (path / "memory.events").read_text().splitlines()
+        ev = dict(ln.split() for ln in lines if ln.strip())
         out["oom_kill"] = int(ev.get("oom_kill", 0))
         out["oom"] = int(ev.get("oom", 0))
     except (OSError, ValueError) as e:

@@ -8,10 +8,13 @@ written as {"unknown": "reason"}.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from triage.engine.predicates import version_tuple
 from triage.errors import TriageError
+from triage.evidence.xid import describe
 from triage.model import Unknown
 
 SNAPSHOT_SCHEMA = "triage.snapshot/1"
@@ -66,7 +69,7 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     tc, why = _section(snap, "torch")
     for key in ("version", "cuda", "cudnn", "cuda_available", "arch_list", "hip"):
         f[f"torch.{key}"] = _val(tc.get(key, why or Unknown("not recorded")))
-    f["torch.cuda_init_warning"] = _val(tc.get("cuda_init_warning")) if not why else why
+    f["torch.cuda_init_warning"] = why or _val(tc.get("cuda_init_warning"))
     f["torch.device_count"] = _val(tc.get("device_count", why or Unknown("not recorded")))
 
     ic, why = _section(snap, "inductor_cache")
@@ -80,7 +83,8 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(entries, int):
         f["inductor_cache.cold"] = False
     else:
-        f["inductor_cache.cold"] = entries if isinstance(entries, Unknown) else Unknown("unreadable")
+        f["inductor_cache.cold"] = (entries if isinstance(entries, Unknown)
+                                    else Unknown("unreadable"))
 
     g, why = _section(snap, "gpus")
     devices = g.get("devices")
@@ -95,7 +99,9 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         f["driver.version"] = _val(g.get("driver_version", Unknown("not recorded")))
         f["driver.cuda"] = _val(g.get("cuda_driver_version", Unknown("not recorded")))
         for field in ("memory_used_mib", "memory_total_mib", "utilization_pct", "ecc_uncorrected",
-                      "retired_pages", "remapped_rows_failed", "temperature_c"):
+                      "retired_pages", "remapped_rows_failed", "temperature_c",
+                      "ecc_uncorrected_aggregate", "retired_pages_pending",
+                      "remapped_rows_pending", "remapped_rows_uncorrectable", "power_w"):
             vals = [_val(d.get(field)) for d in devices if isinstance(d, dict)]
             known = [v for v in vals if v is not None and not isinstance(v, Unknown)]
             f[f"gpu.all.{field}"] = known if len(known) == len(vals) and vals else Unknown(
@@ -128,3 +134,167 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
 
 def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
+
+
+# The accelerate version transformers checks for (`ACCELERATE_MIN_VERSION`, used by
+# device_map loading and the Trainer), by transformers version, for snapshots that did
+# not record it (shared/reference/messages.md section 10; boundaries between checked
+# wheels). Newest first: (transformers >= this, needs accelerate >= that).
+ACCELERATE_NEEDED = (((5, 0), "1.1.0"), ((4, 46), "0.26.0"), ((4, 40), "0.21.0"),
+                     ((4, 30), "0.20.1"))
+BUSY_MIB = 1024  # a GPU holding at least this much (or any process) is in use
+
+
+def _package_facts(snap: dict[str, Any], pk: dict[str, Any], f: dict[str, Any]) -> None:
+    """`package.X`: the version when X imports (None when it is absent *or* installed
+    but broken); `installed.X`: the distribution's version whether or not it imports;
+    `imports.X`: True/False; `import_error.X`: why not."""
+    raw = snap.get("imports")
+    imports = raw if isinstance(raw, dict) else None
+    probe = snap.get("probe")
+    complete = not (isinstance(probe, dict) and probe.get("complete") is False)
+    for name in list(pk) + [n for n in imports or {} if n not in pk]:
+        n = _norm(name)
+        ver = _val(pk.get(name))
+        f[f"installed.{n}"] = ver
+        imp = imports.get(name) if imports else None
+        if isinstance(imp, dict) and "ok" in imp:
+            ok = bool(imp["ok"])
+            f[f"imports.{n}"] = ok
+            if ok:
+                # importable without metadata (PYTHONPATH, vendored): the module's version
+                f[f"package.{n}"] = (ver if isinstance(ver, str)
+                                     else str(imp.get("version") or "unknown"))
+            else:
+                f[f"package.{n}"] = None
+                f[f"import_error.{n}"] = str(imp.get("error", "import failed"))
+        elif imports is not None and not complete and ver is not None:
+            f[f"imports.{n}"] = Unknown("the probe stopped before importing it")
+            f[f"package.{n}"] = Unknown(f"installed {ver}, import not checked (probe incomplete)")
+        else:
+            f[f"package.{n}"] = ver  # an older snapshot without import checks: installed
+    tr = snap.get("transformers")
+    need = tr.get("accelerate_min_version") if isinstance(tr, dict) else None
+    tv = version_tuple(f.get("package.transformers")) if isinstance(
+        f.get("package.transformers"), str) else None
+    if not isinstance(need, str) and tv is not None:
+        need = next((v for since, v in ACCELERATE_NEEDED if tv >= since), None)
+    acc = f.get("package.accelerate", Unknown("not recorded"))
+    f["accelerate.required"] = (need if isinstance(need, str)
+                                else Unknown("transformers version unknown"))
+    if isinstance(need, str) and isinstance(acc, str) and version_tuple(acc) is not None:
+        f["accelerate.sufficient"] = _vge(acc, need)
+    elif acc is None and "package.accelerate" in f:
+        f["accelerate.sufficient"] = False
+    else:
+        f["accelerate.sufficient"] = Unknown("accelerate or transformers version unknown")
+
+
+def _vge(a: str, b: str) -> bool:
+    ta, tb = version_tuple(a) or (), version_tuple(b) or ()
+    n = max(len(ta), len(tb))
+    return ta + (0,) * (n - len(ta)) >= tb + (0,) * (n - len(tb))
+
+
+def _gpu_facts(devices: list[dict[str, Any]], f: dict[str, Any]) -> None:
+    """Per-node summaries: lost GPUs, busy vs idle, compute capabilities, throttling."""
+    busy: list[int] = []
+    idle: list[int] = []
+    for i, d in enumerate(devices):
+        idx = d.get("index", i)
+        mem = _val(d.get("memory_used_mib"))
+        procs = _val(d.get("processes"))
+        if (isinstance(mem, int | float) and mem >= BUSY_MIB) or (
+                isinstance(procs, list) and procs):
+            busy.append(idx)
+        elif isinstance(mem, int | float):
+            idle.append(idx)
+    f["gpu.lost"] = sum(1 for d in devices if d.get("lost") is True)
+    f["gpu.busy"] = busy
+    f["gpu.idle"] = idle
+    f["gpu.busy_count"] = len(busy)
+    f["gpu.idle_count"] = len(idle)
+    caps = [_val(d.get("cuda_capability")) for d in devices]
+    f["gpu.capabilities"] = ([c for c in caps if isinstance(c, str)]
+                             if caps and all(isinstance(c, str) for c in caps)
+                             else Unknown("compute capability unreadable"))
+    reasons = {r for d in devices if isinstance(d.get("throttle_reasons"), list)
+               for r in d["throttle_reasons"] if r != "gpu_idle"}
+    f["gpu.throttle_reasons"] = sorted(reasons)
+
+
+def _xid_text(xids: list[dict[str, Any]]) -> str | None:
+    """'79 (GPU has fallen off the bus; action RESTART_BM) on 0000:3b:00' per code/GPU."""
+    seen: dict[tuple[int, str], str] = {}
+    for x in xids:
+        key = (int(x["code"]), str(x.get("pci", "?")))
+        seen.setdefault(key, f"Xid {describe(key[0])} on {key[1]}")
+    return "; ".join(seen.values()) or None
+
+
+def _derived(snap: dict[str, Any], f: dict[str, Any]) -> None:
+    """Facts that compare two readings (rules compare a fact with a constant only)."""
+    tc, dc = f.get("torch.cuda"), f.get("driver.cuda")
+    if isinstance(tc, Unknown) or isinstance(dc, Unknown) or "driver.cuda" not in f:
+        why = tc if isinstance(tc, Unknown) else dc if isinstance(dc, Unknown) else Unknown(
+            "driver CUDA version not recorded")
+        f["torch.cuda_newer_than_driver"] = why
+        f["torch.cuda_major_newer_than_driver"] = why
+    elif tc is None or dc is None:
+        f["torch.cuda_newer_than_driver"] = None  # a CPU build, or no driver: nothing to compare
+        f["torch.cuda_major_newer_than_driver"] = None
+    else:
+        t, d = version_tuple(tc), version_tuple(dc)
+        if t is None or d is None:
+            f["torch.cuda_newer_than_driver"] = Unknown(f"cannot compare {tc!r} with {dc!r}")
+            f["torch.cuda_major_newer_than_driver"] = Unknown(f"cannot compare {tc!r} with {dc!r}")
+        else:
+            f["torch.cuda_newer_than_driver"] = t[:2] > d[:2]
+            f["torch.cuda_major_newer_than_driver"] = t[0] > d[0]
+    f["gpu.arch_unsupported"] = _arch_unsupported(f.get("torch.arch_list"),
+                                                  f.get("gpu.capabilities"))
+
+    cg = _val(snap.get("cgroup"))
+    kills = _val(cg.get("oom_kill")) if isinstance(cg, dict) else Unknown("cgroup not recorded")
+    f["cgroup.oom_kill"] = kills if kills is not None else Unknown("not recorded")
+
+    tm, why = _section(snap, "tmux")
+    for key in ("pane_dead", "pane_dead_status", "pane_dead_signal", "pane_pid", "history_size",
+                "pane_pipe", "remain_on_exit"):
+        f[f"tmux.{key}"] = _val(tm.get(key, why or Unknown("not recorded")))
+    probe = snap.get("probe")
+    f["probe.complete"] = (bool(probe.get("complete")) if isinstance(probe, dict)
+                           else Unknown("no probe recorded"))
+
+
+def _arch_unsupported(arch: Any, caps: Any) -> Any:
+    """GPU architectures the torch build has no kernels for: sm_XY runs on the same
+    major with minor >= Y; compute_XY (PTX) is JIT-compiled for anything >= XY."""
+    if isinstance(arch, Unknown):
+        return arch
+    if isinstance(caps, Unknown):
+        return caps
+    if caps is None:
+        return Unknown("GPU capabilities not recorded")
+    if not isinstance(arch, list) or not arch:
+        return None  # a CPU build, or a build that does not say
+    sms: list[tuple[int, int]] = []
+    ptx: list[tuple[int, int]] = []
+    for a in arch:
+        m = _ARCH_RE.fullmatch(str(a))
+        if m:
+            (sms if m.group(1) == "sm" else ptx).append((int(m.group(2)[:-1]), int(m.group(2)[-1])))
+    out = []
+    for c in caps:
+        v = version_tuple(c)
+        if v is None or len(v) < 2:
+            continue
+        major, minor = v[0], v[1]
+        ok = (any(major == sm_major and sm_minor <= minor for sm_major, sm_minor in sms)
+              or any(p <= (major, minor) for p in ptx))
+        if not ok:
+            out.append(f"sm_{major}{minor}")
+    return sorted(set(out))
+
+
+_ARCH_RE = re.compile(r"(sm|compute)_(\d{2,3})a?")

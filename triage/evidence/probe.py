@@ -98,7 +98,7 @@ def dist_version(name: str) -> Any:
 
 def python_info() -> dict[str, Any]:
     return {
-        "version": "%d.%d.%d" % sys.version_info[:3],
+        "version": ".".join(str(x) for x in sys.version_info[:3]),
         "executable": sys.executable,
         "prefix": sys.prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
@@ -130,14 +130,15 @@ def try_import(module: str) -> dict[str, Any]:
 def cuda_from_local_version(ver: Any) -> Any:
     """'2.11.0+cu130' -> '13.0' (the wheel's CUDA when torch cannot be imported)."""
     m = re.search(r"\+cu(\d+)(\d)$", str(ver))
-    return "%s.%s" % (m.group(1), m.group(2)) if m else None
+    return m.group(1) + "." + m.group(2) if m else None
 
 
 def torch_info(installed: Any) -> dict[str, Any]:
     """The torch build: versions, CUDA/cuDNN, arch list, whether CUDA is usable."""
     if installed is None and "torch" not in sys.modules:
         try:
-            import torch  # noqa: F401  (importable without metadata: vendored or on PYTHONPATH)
+            # importable without metadata: vendored, or on PYTHONPATH
+            import torch
         except BaseException as e:
             return {"installed": False, "error": error_text(e)}
     try:
