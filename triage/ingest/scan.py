@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from triage.ingest.reader import MAX_LINE, RawLine, split_lines
+from triage.ingest.reader import HEAD_KEEP, MAX_LINE, TAIL_KEEP, RawLine, split_lines
 
 CHUNK = 8 << 20
+CUT_MARK = b" ...[bytes cut]... "
 BEFORE = 30  # lines kept before a hit: the traceback frames above an exception line
 AFTER = 60  # lines after: message continuations, torchrun's failure report
 HEAD_LINES = 200
@@ -124,12 +125,11 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
         nxt = next(it, None)
         buf = carry + cur
         cut = buf.rfind(b"\n") + 1
-        if cut == 0 and nxt is not None and len(buf) < 4 * MAX_LINE:
-            carry = buf
+        if cut == 0 and nxt is not None:
+            # no newline yet: keep carrying, but only the head and tail of a giant line
+            carry = buf if len(buf) < MAX_LINE else buf[:HEAD_KEEP] + CUT_MARK + buf[-TAIL_KEEP:]
             cur = nxt
             continue
-        if cut == 0 and nxt is not None:
-            cut = len(buf)  # a giant line with no newline: take it as it is
         data, carry = buf[:cut], buf[cut:]
         spans = _spans(data, scanner, before, after)
         if pending_after:

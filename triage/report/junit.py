@@ -33,8 +33,8 @@ def _details(d: Diagnosis) -> str:
         lines.append("")
         lines.append("evidence:")
         for e in d.evidence:
-            for c in e.context[-2:]:
-                lines.append(f"      {c}")
+            if d.role != "consequence":  # the cause's frames, not the victims'
+                lines += [f"      {c}" for c in e.context[-2:]]
             lines.append(f"  > {where(e)}  {e.text}")
     for e in d.counter_evidence:
         lines.append(f"  against: {e.text}")

@@ -87,7 +87,7 @@ def _diagnosis(i: int, d: Diagnosis, r: Report) -> list[str]:
         out += ["", prose(d.summary)]
     ev = log_evidence(d)
     if ev:
-        out += ["", "**Evidence**", ""] + _evidence_block(ev, context=True)
+        out += ["", "**Evidence**", "", *_evidence_block(ev, context=True)]
     facts = [e for e in d.evidence if e not in ev]
     if facts:
         out += [""] + [f"- supports: {prose(e.text)}" for e in facts]
@@ -112,7 +112,8 @@ def _consequence(d: Diagnosis) -> list[str]:
     out = ["", f"- {code_span(d.signature)}: {prose(d.title)} ({d.confidence.label}{by})"]
     ev = log_evidence(d)
     if ev:
-        out += [""] + ["  " + x for x in _evidence_block(ev[:3], context=False)]
+        block = "\n".join(_evidence_block(ev[:3], context=False))
+        out += ["", *("  " + x for x in block.split("\n"))]
     return out
 
 

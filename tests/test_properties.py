@@ -1,0 +1,49 @@
+"""Property tests: ingest, structure and engine never raise on any bytes; normalising
+is idempotent."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage.engine import analyze_text, get_rules
+from triage.ingest.normalize import SourceState, normalize
+
+RULES = get_rules()
+
+# Bytes biased towards the things logs are made of.
+TOKENS = st.sampled_from([
+    b"\n", b"\r", b"\r\n", b"\x1b[31m", b"\x1b[0m", b"\x00", b"\xff", b"[rank3]: ", b"[default1]:",
+    b"3: ", b"Traceback (most recent call last):\n", b'  File "a.py", line 1, in f\n',
+    b"RuntimeError: ", b"CUDA out of memory", b"Killed", b"100%|####| 10/10 [00:01<00:00]",
+    b"During handling of the above exception, another exception occurred:\n",
+    b"Root Cause (first observed failure):\n", b"  rank      : 3 (local_rank: 3)\n",
+    b"  exitcode  : -9 (pid: 1)\n", b"=" * 60, b"E1129 13:02:11.123 1 a.cc:1] ", b"loss nan ",
+    b"step 12 ", b"\\n", b"NCCL WARN ", b"Watchdog caught collective operation timeout",
+])
+LOGS = st.lists(st.one_of(TOKENS, st.binary(max_size=40)), max_size=60).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(LOGS)
+def test_engine_never_raises(data: bytes):
+    rep = analyze_text(data, rules=RULES)
+    assert rep.end_state.kind
+    for d in rep.diagnoses:
+        assert 0.0 <= d.score <= 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(data: bytes):
+    analyze_text(data, rules=RULES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(LOGS)
+def test_normalise_twice_changes_nothing(data: bytes):
+    for raw_line in data.split(b"\n"):
+        once = [p.text for p in normalize(raw_line, SourceState())]
+        for text in once:
+            twice = [p.text for p in normalize(text.encode("utf-8", "surrogatepass"), SourceState())]
+            assert twice == [text]
