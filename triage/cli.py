@@ -201,6 +201,7 @@ def cmd_rules_export(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]  # accepted anywhere on the line
     try:
         args = build_parser().parse_args(argv)
         if not getattr(args, "func", None):
