@@ -154,15 +154,16 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table("signature", "category", "rule", "fixtures", "title", box=None, pad_edge=False)
+    w_sig = max(len(r["signature"]) for r in rows)
+    w_rule = max(len(r["rule"] or "MISSING") for r in rows)
+    sys.stdout.write(f"{'signature':{w_sig}}  {'rule':{w_rule}}  fixtures  title\n")
     for row in rows:
-        fx = str(row["fixtures"])
-        t.add_row(row["signature"], row["category"] or "-", row["rule"] or "MISSING",
-                  fx if row["fixtures"] >= 2 else f"[yellow]{fx}[/]", row["title"] or "")
-    Console().print(t)
+        sys.stdout.write(f"{row['signature']:{w_sig}}  {row['rule'] or 'MISSING':{w_rule}}  "
+                         f"{row['fixtures']:>8}  {row['title'] or ''}\n")
+    missing = [r["signature"] for r in rows if r["canonical"] and (not r["rule"] or r["fixtures"] < 2)]
+    if missing:
+        sys.stdout.write(f"\n{len(missing)} canonical signature(s) lack a rule or two fixtures: "
+                         f"{', '.join(missing)}\n")
     return 0
 
 
