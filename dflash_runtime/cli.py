@@ -26,16 +26,28 @@ from dflash_runtime.placement import (
     train_threads,
     warmup_compile,
 )
-from dflash_runtime.target import build_target, load_targets, save_target, shapes_from_checkpoint, target_features
+from dflash_runtime.target import (
+    build_target,
+    load_targets,
+    save_target,
+    shapes_from_checkpoint,
+    target_features,
+)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
     """The preset named by --preset with the overrides given on the command line."""
     cfg = preset(
-        args.preset, steps=getattr(args, "steps", None), lr=getattr(args, "lr", None),
-        seed=args.seed, block_size=args.block_size, batch_size=getattr(args, "batch_size", None),
-        num_anchors=getattr(args, "num_anchors", None), eval_prompts=args.eval_prompts,
-        eval_new_tokens=args.eval_new_tokens, target_pretrain_steps=args.target_pretrain_steps,
+        args.preset,
+        steps=getattr(args, "steps", None),
+        lr=getattr(args, "lr", None),
+        seed=args.seed,
+        block_size=args.block_size,
+        batch_size=getattr(args, "batch_size", None),
+        num_anchors=getattr(args, "num_anchors", None),
+        eval_prompts=args.eval_prompts,
+        eval_new_tokens=args.eval_new_tokens,
+        target_pretrain_steps=args.target_pretrain_steps,
     )
     if args.target_path:
         cfg = shapes_from_checkpoint(cfg, args.target_path)
@@ -44,7 +56,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def build_drafters(cfg: Config, targets: list[Any], drafter_devices: list[str], seed: int) -> list[Drafter]:
+def build_drafters(
+    cfg: Config, targets: list[Any], drafter_devices: list[str], seed: int
+) -> list[Drafter]:
     """D drafter replicas with the same initial weights, one per device."""
     torch.manual_seed(seed)
     base = Drafter(cfg, targets[0])
@@ -58,10 +72,18 @@ def build_drafters(cfg: Config, targets: list[Any], drafter_devices: list[str], 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a drafter; print phase markers, one line per step, and a final `done` line."""
     place = Placement(
-        attention=args.attention, device=args.device, targets=args.targets, drafters=args.drafters,
-        warmup_compile=args.warmup_compile, save=args.save, save_every=args.save_every,
-        stall_rank=args.stall_rank, stall_step=args.stall_step, stall_seconds=args.stall_seconds,
-        dist_timeout=args.dist_timeout, detect_anomaly=args.detect_anomaly,
+        attention=args.attention,
+        device=args.device,
+        targets=args.targets,
+        drafters=args.drafters,
+        warmup_compile=args.warmup_compile,
+        save=args.save,
+        save_every=args.save_every,
+        stall_rank=args.stall_rank,
+        stall_step=args.stall_step,
+        stall_seconds=args.stall_seconds,
+        dist_timeout=args.dist_timeout,
+        detect_anomaly=args.detect_anomaly,
     )
     device = init_distributed(args.device, args.dist_timeout)
     cfg = config_from_args(args)
@@ -78,7 +100,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     batches = iter(loader)
     first = next(batches)
     if place.attention == "flex" and place.warmup_compile:
-        feats, _ = target_features(targets[0], first["input_ids"].to(target_devs[0]), cfg.target_layer_ids)
+        feats, _ = target_features(
+            targets[0], first["input_ids"].to(target_devs[0]), cfg.target_layer_ids
+        )
         warmup_compile(drafters, first, feats, cfg, place)
     batches = itertools.chain([first], batches)
 
@@ -92,13 +116,25 @@ def cmd_train(args: argparse.Namespace) -> int:
     tau_after = evaluate(targets[0], drafters[0], prompts, cfg)[0] if prompts else 0.0
     print(f"acceptance_length after {tau_after:.3f}", flush=True)
     summary = {
-        "steps": len(hist.losses), "loss_first": hist.losses[0], "loss_last": hist.losses[-1],
-        "loss_last5": sum(hist.losses[-5:]) / len(hist.losses[-5:]), "acc_last": hist.accs[-1],
-        "tokens_per_s": hist.tokens_per_s(), "acceptance_length_before": tau_before,
-        "acceptance_length_after": tau_after, "attention": place.attention, "device": device,
-        "preset": cfg.preset, "seed": cfg.seed, "targets": place.targets, "drafters": place.drafters,
-        "world_size": torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1,
-        "block_size": cfg.block_size, "wall_s": time.perf_counter() - t0,
+        "steps": len(hist.losses),
+        "loss_first": hist.losses[0],
+        "loss_last": hist.losses[-1],
+        "loss_last5": sum(hist.losses[-5:]) / len(hist.losses[-5:]),
+        "acc_last": hist.accs[-1],
+        "tokens_per_s": hist.tokens_per_s(),
+        "acceptance_length_before": tau_before,
+        "acceptance_length_after": tau_after,
+        "attention": place.attention,
+        "device": device,
+        "preset": cfg.preset,
+        "seed": cfg.seed,
+        "targets": place.targets,
+        "drafters": place.drafters,
+        "world_size": torch.distributed.get_world_size()
+        if torch.distributed.is_initialized()
+        else 1,
+        "block_size": cfg.block_size,
+        "wall_s": time.perf_counter() - t0,
     }
     if args.summary and rank() == 0:
         Path(args.summary).write_text(json.dumps(summary, indent=2) + "\n")
@@ -146,12 +182,15 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--device", default="cpu", help="cpu or cuda")
-    common.add_argument("--target-path", help="local Qwen3 checkpoint folder, loaded with device_map")
+    common.add_argument(
+        "--target-path", help="local Qwen3 checkpoint folder, loaded with device_map"
+    )
     common.add_argument("--block-size", type=int)
     common.add_argument("--target-pretrain-steps", type=int)
     common.add_argument("--eval-prompts", type=int)
     common.add_argument("--eval-new-tokens", type=int)
     common.add_argument("--summary", help="write a JSON summary to this file")
+    common.add_argument("--cpu-threads", type=int, help="torch intra-op threads")
 
     t = sub.add_parser("train", parents=[common], help="train a drafter")
     t.add_argument("--steps", type=int)
@@ -161,8 +200,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--attention", choices=["flex", "sdpa"], default="sdpa")
     t.add_argument("--targets", type=int, default=1, help="target models (threads)")
     t.add_argument("--drafters", type=int, default=1, help="drafter workers (threads)")
-    t.add_argument("--warmup-compile", action=argparse.BooleanOptionalAction, default=True,
-                   help="compile flex_attention before the worker threads start")
+    t.add_argument(
+        "--warmup-compile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="compile flex_attention before the worker threads start",
+    )
     t.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
     t.add_argument("--save", help="checkpoint folder")
     t.add_argument("--save-every", type=int, default=0)
@@ -186,6 +229,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     args = parser().parse_args(argv)
+    if args.cpu_threads:
+        torch.set_num_threads(args.cpu_threads)
     return int(args.func(args))
 
 

@@ -41,7 +41,9 @@ class Config:
     tie_embeddings: bool = False
     target_path: str | None = None  # local checkpoint folder; required by real-size presets
     needs_checkpoint: bool = False
-    target_pretrain_steps: int = 120  # brief training on generated data so the target is predictable
+    target_pretrain_steps: int = (
+        120  # brief training on generated data so the target is predictable
+    )
     target_lr: float = 3e-3
     # Drafter.
     num_draft_layers: int = 2
@@ -118,9 +120,17 @@ def field_default(name: str) -> Any:
 
 
 _QWEN3_06B = dict(
-    vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_target_layers=28,
-    num_heads=16, num_kv_heads=8, head_dim=128, rope_theta=1_000_000.0, tie_embeddings=True,
-    max_position=40960, mask_token_id=151669,
+    vocab_size=151936,
+    hidden_size=1024,
+    intermediate_size=3072,
+    num_target_layers=28,
+    num_heads=16,
+    num_kv_heads=8,
+    head_dim=128,
+    rope_theta=1_000_000.0,
+    tie_embeddings=True,
+    max_position=40960,
+    mask_token_id=151669,
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -128,23 +138,62 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {},
     # Qwen3-0.6B shapes with random init, for one GPU: throughput and MFU, not quality.
     "small": dict(
-        _QWEN3_06B, num_draft_layers=5, block_size=16, target_pretrain_steps=0,
-        data_vocab=4096, seq_len=1024, min_len=768, prompt_len=64, pad_multiple=256,
-        batch_size=4, num_anchors=64, lr=6e-4, num_samples=2048, eval_prompts=2,
+        _QWEN3_06B,
+        num_draft_layers=5,
+        block_size=16,
+        target_pretrain_steps=0,
+        data_vocab=4096,
+        seq_len=1024,
+        min_len=768,
+        prompt_len=64,
+        pad_multiple=256,
+        batch_size=4,
+        num_anchors=64,
+        lr=6e-4,
+        num_samples=2048,
+        eval_prompts=2,
         eval_new_tokens=64,
     ),
     # Real sizes: shapes are read from the local checkpoint given with --target-path.
     "qwen3-0.6b": dict(
-        _QWEN3_06B, needs_checkpoint=True, num_draft_layers=5, block_size=16,
-        target_pretrain_steps=0, data_vocab=4096, seq_len=2048, min_len=1024, prompt_len=64,
-        pad_multiple=256, batch_size=2, num_anchors=256, lr=6e-4, eval_prompts=2,
+        _QWEN3_06B,
+        needs_checkpoint=True,
+        num_draft_layers=5,
+        block_size=16,
+        target_pretrain_steps=0,
+        data_vocab=4096,
+        seq_len=2048,
+        min_len=1024,
+        prompt_len=64,
+        pad_multiple=256,
+        batch_size=2,
+        num_anchors=256,
+        lr=6e-4,
+        eval_prompts=2,
     ),
     "qwen3-8b": dict(
-        vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_target_layers=36,
-        num_heads=32, num_kv_heads=8, head_dim=128, rope_theta=1_000_000.0,
-        max_position=40960, mask_token_id=151669, needs_checkpoint=True, num_draft_layers=5,
-        block_size=16, target_pretrain_steps=0, data_vocab=4096, seq_len=3072, min_len=1024,
-        prompt_len=64, pad_multiple=512, batch_size=4, num_anchors=512, lr=6e-4,
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_target_layers=36,
+        num_heads=32,
+        num_kv_heads=8,
+        head_dim=128,
+        rope_theta=1_000_000.0,
+        max_position=40960,
+        mask_token_id=151669,
+        needs_checkpoint=True,
+        num_draft_layers=5,
+        block_size=16,
+        target_pretrain_steps=0,
+        data_vocab=4096,
+        seq_len=3072,
+        min_len=1024,
+        prompt_len=64,
+        pad_multiple=512,
+        batch_size=4,
+        num_anchors=512,
+        lr=6e-4,
         eval_prompts=2,
     ),
 }

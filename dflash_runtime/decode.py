@@ -71,7 +71,10 @@ def speculative_generate(
 
 
 def evaluate(
-    target: Qwen3ForCausalLM, drafter: Drafter, prompts: list[torch.Tensor], cfg: Config,
+    target: Qwen3ForCausalLM,
+    drafter: Drafter,
+    prompts: list[torch.Tensor],
+    cfg: Config,
     check_greedy: bool = False,
 ) -> tuple[float, bool]:
     """Mean acceptance length over `prompts`, and whether every output equals target greedy."""

@@ -112,13 +112,13 @@ def average_grads(replicas: list[nn.Module]) -> None:
             continue
         mean = torch.stack([g.to(grads[0].device) for g in grads]).mean(0)
         for p in group:
-            p.grad = mean.to(p.device)
+            p.grad = mean.to(p.device, copy=True)  # own copy: clipping scales it in place
 
 
 def warmup_compile(
     drafters: list[Drafter], batch: Batch, feats: torch.Tensor, cfg: Config, place: Placement
 ) -> None:
-    """Compile flex_attention (forward and backward) once per drafter device, before threads start."""
+    """Compile flex_attention (forward and backward) once per drafter device, before threads."""
     print("Compiling flex_attention...", flush=True)
     t0 = time.perf_counter()
     seen: set[str] = set()
@@ -140,8 +140,11 @@ class Stop(Exception):
     """Raised inside a worker when another worker failed."""
 
 
-def _put(q: queue.Queue[tuple[Batch, torch.Tensor]], item: tuple[Batch, torch.Tensor],
-         stop: threading.Event) -> None:
+def _put(
+    q: queue.Queue[tuple[Batch, torch.Tensor]],
+    item: tuple[Batch, torch.Tensor],
+    stop: threading.Event,
+) -> None:
     while True:
         if stop.is_set():
             raise Stop
@@ -150,7 +153,9 @@ def _put(q: queue.Queue[tuple[Batch, torch.Tensor]], item: tuple[Batch, torch.Te
             return
 
 
-def _get(q: queue.Queue[tuple[Batch, torch.Tensor]], stop: threading.Event) -> tuple[Batch, torch.Tensor]:
+def _get(
+    q: queue.Queue[tuple[Batch, torch.Tensor]], stop: threading.Event
+) -> tuple[Batch, torch.Tensor]:
     while True:
         if stop.is_set():
             raise Stop
@@ -194,7 +199,9 @@ def train_threads(
                     if next(produced) >= cfg.steps * n_d:
                         return
                     batch = next(batches)
-                feats, _ = target_features(targets[i], batch["input_ids"].to(dev), cfg.target_layer_ids)
+                feats, _ = target_features(
+                    targets[i], batch["input_ids"].to(dev), cfg.target_layer_ids
+                )
                 _put(q, (batch, feats), stop)
         except Stop:
             pass
@@ -216,8 +223,15 @@ def train_threads(
             for step in range(1, cfg.steps + 1):
                 batch, feats = _get(q, stop)
                 batch = {k: v.to(dev) for k, v in batch.items()}
-                if place.stall_seconds > 0 and rank() == place.stall_rank and step == place.stall_step:
-                    print(f"Rank {rank()} stalling {place.stall_seconds:g}s at step {step}...", flush=True)
+                if (
+                    place.stall_seconds > 0
+                    and rank() == place.stall_rank
+                    and step == place.stall_step
+                ):
+                    print(
+                        f"Rank {rank()} stalling {place.stall_seconds:g}s at step {step}...",
+                        flush=True,
+                    )
                     time.sleep(place.stall_seconds)
                 with autocast(dev), torch.autograd.set_detect_anomaly(place.detect_anomaly):
                     res = forward_loss(model, feats.to(dev), batch, cfg, g, place.attention)
@@ -229,16 +243,28 @@ def train_threads(
                 opt.step()
                 sched.step()
                 if j == 0:
-                    log_step(hist, step, res.loss.item(), res.acc, res.tokens * n_d * scale,
-                             sched.get_last_lr()[0], float(gnorm), t_start)
+                    log_step(
+                        hist,
+                        step,
+                        res.loss.item(),
+                        res.acc,
+                        res.tokens * n_d * scale,
+                        sched.get_last_lr()[0],
+                        float(gnorm),
+                        t_start,
+                    )
                     on_step(step, drafter, opt)
         except Stop:
             pass
         except BaseException as e:  # re-raised by the main thread, with this traceback
             fail(e)
 
-    threads = [threading.Thread(target=target_worker, args=(i,), name=f"target-{i}") for i in range(n_t)]
-    threads += [threading.Thread(target=drafter_worker, args=(j,), name=f"drafter-{j}") for j in range(n_d)]
+    threads = [
+        threading.Thread(target=target_worker, args=(i,), name=f"target-{i}") for i in range(n_t)
+    ]
+    threads += [
+        threading.Thread(target=drafter_worker, args=(j,), name=f"drafter-{j}") for j in range(n_d)
+    ]
     print(f"Starting {n_t} target threads and {n_d} drafter threads...", flush=True)
     for t in threads:
         t.start()
@@ -249,8 +275,16 @@ def train_threads(
     return hist
 
 
-def log_step(hist: History, step: int, loss: float, acc: float, tokens: int, lr: float,
-             gnorm: float, t_start: float) -> None:
+def log_step(
+    hist: History,
+    step: int,
+    loss: float,
+    acc: float,
+    tokens: int,
+    lr: float,
+    gnorm: float,
+    t_start: float,
+) -> None:
     """Record a step and print its line: `step 12 loss 3.1234 acc 0.412 tok/s 5123 ...`."""
     now = time.perf_counter()
     prev = hist.step_end[-1] if hist.step_end else t_start

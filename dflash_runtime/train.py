@@ -24,7 +24,8 @@ class StepResult:
 def sample_anchors(
     loss_mask: torch.Tensor, num_anchors: int, g: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Up to `num_anchors` sorted random anchors per row where this and the next token are supervised.
+    """Up to `num_anchors` sorted random anchors per row, where this and the next token are
+    supervised.
 
     loss_mask: [B, S]. Returns anchors [B, N] (0 where unused) and keep [B, N] (bool).
     """
@@ -43,7 +44,10 @@ def sample_anchors(
 
 
 def block_targets(
-    input_ids: torch.Tensor, loss_mask: torch.Tensor, anchors: torch.Tensor, keep: torch.Tensor,
+    input_ids: torch.Tensor,
+    loss_mask: torch.Tensor,
+    anchors: torch.Tensor,
+    keep: torch.Tensor,
     cfg: Config,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Labels and loss weights for each block position (same-position labels, not shifted).
@@ -100,7 +104,9 @@ def forward_loss(
     return StepResult(loss=loss, acc=acc, tokens=ids.numel())
 
 
-def make_optimizer(drafter: Drafter, cfg: Config) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+def make_optimizer(
+    drafter: Drafter, cfg: Config
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over the trainable drafter weights, linear warmup then cosine decay to 10%."""
     params = [p for p in drafter.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))

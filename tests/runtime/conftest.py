@@ -7,10 +7,14 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import torch  # noqa: E402  # only after the importorskip guards
+import torch  # only after the importorskip guards
 
-from dflash_runtime.config import Config, preset  # noqa: E402
-from dflash_runtime.target import build_target  # noqa: E402
+from dflash_runtime.config import Config, preset
+from dflash_runtime.target import build_target
+
+# One intra-op thread: on a small shared machine, OpenMP threads spinning against other
+# processes make CPU runs many times slower and their timing erratic.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

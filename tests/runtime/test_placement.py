@@ -35,8 +35,14 @@ def test_drafter_threads_train_with_compile_warmed_up(cfg: Config, target: torch
     feats, _ = target_features(target, first["input_ids"], cfg.target_layer_ids)
     warmup_compile(drafters, first, feats, cfg, place)
     steps: list[int] = []
-    hist = train_threads(cfg, place, [target, target], drafters,
-                         itertools.chain([first], batches), lambda s, d, o: steps.append(s))
+    hist = train_threads(
+        cfg,
+        place,
+        [target, target],
+        drafters,
+        itertools.chain([first], batches),
+        lambda s, d, o: steps.append(s),
+    )
     assert steps == [1, 2, 3, 4] and len(hist.losses) == 4
     assert all(torch.isfinite(torch.tensor(hist.losses)))
     # Averaged gradients and identical optimisers keep the replicas in lockstep.

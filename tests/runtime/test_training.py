@@ -20,10 +20,25 @@ from dflash_runtime.train import forward_loss
 def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
     """One 60-step tiny run through the CLI (sdpa), with a checkpoint."""
     out = tmp_path_factory.mktemp("train")
-    rc = main([
-        "train", "--preset", "tiny", "--steps", "60", "--attention", "sdpa", "--seed", "0",
-        "--eval-prompts", "4", "--summary", str(out / "s.json"), "--save", str(out / "ckpt"),
-    ])
+    rc = main(
+        [
+            "train",
+            "--preset",
+            "tiny",
+            "--steps",
+            "60",
+            "--attention",
+            "sdpa",
+            "--seed",
+            "0",
+            "--eval-prompts",
+            "4",
+            "--summary",
+            str(out / "s.json"),
+            "--save",
+            str(out / "ckpt"),
+        ]
+    )
     assert rc == 0
     data: dict[str, float] = json.loads((out / "s.json").read_text())
     data["_dir"] = str(out)  # type: ignore[assignment]  # the checkpoint location, for reuse
@@ -31,8 +46,16 @@ def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
 
 
 def test_summary_has_contract_keys(summary: dict[str, float]) -> None:
-    for key in ("steps", "loss_first", "loss_last", "tokens_per_s", "acceptance_length_before",
-                "acceptance_length_after", "attention", "device"):
+    for key in (
+        "steps",
+        "loss_first",
+        "loss_last",
+        "tokens_per_s",
+        "acceptance_length_before",
+        "acceptance_length_after",
+        "attention",
+        "device",
+    ):
         assert key in summary
     assert summary["steps"] == 60 and summary["attention"] == "sdpa" and summary["device"] == "cpu"
 
@@ -47,8 +70,19 @@ def test_acceptance_after_training_exceeds_untrained(summary: dict[str, float]) 
 
 def test_decode_loads_checkpoint(summary: dict[str, float], tmp_path: Path) -> None:
     ckpt = Path(str(summary["_dir"])) / "ckpt"
-    rc = main(["decode", "--preset", "tiny", "--load", str(ckpt), "--eval-prompts", "2",
-               "--summary", str(tmp_path / "d.json")])
+    rc = main(
+        [
+            "decode",
+            "--preset",
+            "tiny",
+            "--load",
+            str(ckpt),
+            "--eval-prompts",
+            "2",
+            "--summary",
+            str(tmp_path / "d.json"),
+        ]
+    )
     out = json.loads((tmp_path / "d.json").read_text())
     assert rc == 0 and out["greedy_match"] and out["acceptance_length"] > 1.0
 
