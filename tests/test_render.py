@@ -51,4 +51,4 @@ def test_console_reads_verdict_first():
     assert "torch.compile called from several threads" in lines[2]
     body = "\n".join(lines)
     assert body.index("Diagnosis") < body.index("Ruled out") < body.index("note:")
-    assert "train.log:41" in body and "missing-accelerate: accelerate 1.13.0" in body
+    assert "line 41" in body and "missing-accelerate: accelerate 1.13.0" in body

@@ -164,6 +164,9 @@ class Report:
     ranks: tuple[int, ...] = ()
     metrics: dict[str, Any] = field(default_factory=dict)
     evidence_summary: dict[str, str] = field(default_factory=dict)
+    # The exception the log ends with (and the root of its chain), recognised or not.
+    last_error: Evidence | None = None
+    root_error: Evidence | None = None
 
     @property
     def top(self) -> Diagnosis | None:

@@ -15,7 +15,7 @@ from triage.engine.reason import diagnose
 from triage.engine.rules import Rule, load_rules
 from triage.ingest import Ingest, expand_paths
 from triage.ingest.scan import LiteralScanner
-from triage.model import EndState, Line, Report, SourceInfo
+from triage.model import EndState, Evidence, ExceptionInfo, Line, Report, SourceInfo
 from triage.structure import Structure, Structurer
 from triage.structure.tables import STRUCTURE_LITERALS
 
@@ -65,9 +65,12 @@ class Analysis:
         all_notes = list(notes) + _notes(st, facts, sources, bool(diags))
         ranks = sorted({r for s in sources for r in s.ranks})
         metrics = {k: v for k, v in st.metrics.items() if k not in ("losses", "step_times")}
+        last, root = _errors(st)
         return Report(sources=tuple(sources), end_state=st.end_state, diagnoses=tuple(diags),
                       ruled_out=tuple(ruled_out), notes=tuple(dict.fromkeys(all_notes)),
-                      ranks=tuple(ranks), metrics=metrics)
+                      ranks=tuple(ranks), metrics=metrics,
+                      evidence_summary=evidence_summary(self.facts), last_error=last,
+                      root_error=root)
 
 
 def analyze(paths: list[str], *, rules: list[Rule] | None = None,
@@ -128,6 +131,55 @@ def analyze_text(text: str | bytes, *, rules: list[Rule] | None = None,
             lines.append(Line(name, raw.lineno, p.text, p.rank, seq, p.ts))
     src = SourceInfo(name, n, tuple(sorted(state.seen_ranks)), not last_complete, not last_complete)
     return analyze_lines(lines, [src], rules=rules, facts=facts)
+
+
+def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:
+    """The last exception with a traceback (else the last one named), and the first
+    exception of its chain: what the log says failed, recognised or not."""
+    excs = [e for e in st.exceptions if e.has_traceback] or st.exceptions
+    if not excs:
+        return None, None
+    last = excs[-1]
+    root = last
+    for e in reversed(excs[:-1]):
+        if (e.line.source, e.line.rank) != (root.line.source, root.line.rank):
+            continue
+        if root.chain_index > 0 and e.chain_index == root.chain_index - 1:
+            root = e
+        elif root.chain_index == 0:
+            break
+
+    def ev(e: ExceptionInfo) -> Evidence:
+        msg = e.message.split("\n", 1)[0]
+        return Evidence(text=f"{e.type}: {msg}" if msg else e.type, source=e.line.source,
+                        line=e.line.lineno, rank=e.line.rank, context=e.frames[-2:])
+    return ev(last), (ev(root) if root is not last else None)
+
+
+SUMMARY_FACTS = (
+    ("python", "python.executable"), ("python version", "python.version"),
+    ("torch", "package.torch"), ("torch CUDA", "torch.cuda"), ("transformers", "package.transformers"),
+    ("accelerate", "package.accelerate"), ("driver", "driver.version"),
+    ("driver CUDA", "driver.cuda"), ("GPUs", "gpu.count"), ("GPU memory used (MiB)", "gpu.all.memory_used_mib"),
+    ("inductor cache entries", "inductor_cache.entries"), ("kernel Xid codes", "kernel.xid"),
+    ("kernel OOM killer", "kernel.oom_killer"),
+)
+
+
+def evidence_summary(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A short environment table from snapshot facts (empty without a snapshot)."""
+    out: dict[str, str] = {}
+    for label, key in SUMMARY_FACTS:
+        if key not in facts:
+            continue
+        v = facts[key]
+        if v is None:
+            out[label] = "absent"
+        elif isinstance(v, list):
+            out[label] = ", ".join(str(x) for x in v) or "none"
+        else:
+            out[label] = str(v)
+    return out
 
 
 def log_facts(st: Structure, sources: list[SourceInfo]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from triage.engine.predicates import version_tuple
 from triage.errors import TriageError
-from triage.evidence.xid import describe
+from triage.evidence.xid import describe, xid_table
 from triage.model import Unknown
 
 SNAPSHOT_SCHEMA = "triage.snapshot/1"
@@ -116,7 +116,9 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         f["kernel.readable"] = False
         f["kernel.reason"] = reason.reason
         for key in ("kernel.xid", "kernel.oom_killer", "kernel.xid_text", "kernel.oom_killed",
-                    "kernel.fallen_off_bus"):
+                    "kernel.fallen_off_bus", "kernel.fallen_off_bus_text", "kernel.xid_other",
+                    "kernel.xid_other_hw", "kernel.xid_other_text", "kernel.xid_ecc",
+                    "kernel.xid_ecc_text"):
             f[key] = reason
     else:
         f["kernel.readable"] = True
@@ -128,6 +130,20 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
             f"{o.get('process', '?')} (pid {o['pid']})" for o in k.get("oom_killer") or []
             if isinstance(o, dict) and "pid" in o)) or None
         f["kernel.fallen_off_bus"] = bool(k.get("fallen_off_bus")) or 79 in f["kernel.xid"]
+        f["kernel.fallen_off_bus_text"] = (
+            _xid_text([x for x in xids if int(x["code"]) == 79])
+            or next(iter(k.get("fallen_off_bus") or []), None))
+        table = xid_table()
+        other = [c for c in dict.fromkeys(f["kernel.xid"])
+                 if c not in table or table[c].signature == "xid-error"]
+        f["kernel.xid_other"] = other
+        # the codes the catalog blames on the GPU itself (not the app, not a follow-up)
+        f["kernel.xid_other_hw"] = [c for c in other if c in table and table[c].cause == "hardware"]
+        f["kernel.xid_other_text"] = _xid_text([x for x in xids if int(x["code"]) in other])
+        f["kernel.xid_ecc"] = [c for c in dict.fromkeys(f["kernel.xid"])
+                               if c in table and table[c].signature == "gpu-ecc-error"]
+        f["kernel.xid_ecc_text"] = _xid_text(
+            [x for x in xids if int(x["code"]) in f["kernel.xid_ecc"]])
     _derived(snap, f)
     return f
 
@@ -253,6 +269,9 @@ def _derived(snap: dict[str, Any], f: dict[str, Any]) -> None:
             f["torch.cuda_major_newer_than_driver"] = t[0] > d[0]
     f["gpu.arch_unsupported"] = _arch_unsupported(f.get("torch.arch_list"),
                                                   f.get("gpu.capabilities"))
+    un = f["gpu.arch_unsupported"]
+    f["torch.arch_ok"] = (un if isinstance(un, Unknown) else None if un is None
+                          else not un)
 
     cg = _val(snap.get("cgroup"))
     kills = _val(cg.get("oom_kill")) if isinstance(cg, dict) else Unknown("cgroup not recorded")

@@ -75,6 +75,14 @@ def _verdict(r: Report) -> Text:
     if top is None:
         if r.end_state.kind == "clean-exit":
             t.append("No failure found: the run ended cleanly.", style="green")
+        elif r.last_error is not None:
+            t.append("No known failure signature matched. ", style="bold")
+            t.append(f"The log ends with {_clip(r.last_error.text, 200)} "
+                     f"({_where(r.last_error, len(r.sources) == 1)})")
+            if r.root_error is not None:
+                t.append(f", caused by {_clip(r.root_error.text, 200)} "
+                         f"({_where(r.root_error, len(r.sources) == 1)})")
+            t.append(".")
         else:
             t.append("No known failure signature matched.", style="green")
         return t
@@ -183,6 +191,11 @@ def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
         for d in roots[:4]:
             if d.checks:
                 console.print(Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
+    if r.evidence_summary and verbose:
+        console.print()
+        console.print(Text("Environment (snapshot)", style="bold underline"))
+        for k, v in r.evidence_summary.items():
+            console.print(Text(f"  {k}: {v}"))
     if r.notes:
         console.print()
         for n in r.notes:

@@ -53,6 +53,9 @@ def report_dict(r: Report) -> dict[str, Any]:
         "ruled_out": [{"signature": x.signature, "because": x.because} for x in r.ruled_out],
         "notes": list(r.notes),
         "metrics": {k: _clean(v) for k, v in r.metrics.items() if _scalar(v)},
+        "last_error": evidence_dict(r.last_error) if r.last_error else None,
+        "root_error": evidence_dict(r.root_error) if r.root_error else None,
+        "environment": dict(r.evidence_summary),
     }
 
 

@@ -1,0 +1,369 @@
+"""Run a scenario in a subprocess, capture its log, snapshot, triage, judge the outcome.
+
+The scenario runs with the chosen interpreter (sys.executable or --python) in its own
+process group, stdout and stderr merged into one pipe that this process copies to
+`run.log` byte for byte. Limits apply to the child only: a wall-clock timeout, an
+optional file-size limit (RLIMIT_FSIZE, set between fork and exec) and an optional
+memory watchdog that SIGKILLs the largest process of the tree when the tree's resident
+memory passes a limit (the job a cgroup's OOM killer does, done here from user space
+because a cgroup needs privileges). Then the log (and an evidence snapshot of the run's
+interpreter, when triage.evidence can take one) goes through `triage.engine.analyze`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from triage.errors import TriageError
+from triage.repro import scenarios
+from triage.repro.spec import Context, Run, Scenario
+
+POLL_S = 0.02  # watchdog period: at most a few MiB of overshoot at CPU allocation speed
+SETUP_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Outcome:
+    """What `triage repro NAME` prints (as JSON) and how it exits."""
+
+    scenario: str
+    expected: str
+    fix: bool
+    device: str
+    reproduced: bool | None = None
+    diagnosed: list[str] = field(default_factory=list)
+    top: str | None = None  # the first root-cause diagnosis
+    fixed: bool | None = None  # only with --fix
+    ok: bool = False  # the outcome is the expected one
+    log: str | None = None  # the kept log's path (--keep), else None
+    log_tail: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    exit_status: int | None = None
+    signal: str | None = None  # the signal that ended the run, if one did
+    killed_by: str | None = None  # "timeout" or "memory-watchdog" when the runner killed it
+    peak_rss_mib: float | None = None
+    skipped: str | None = None
+    snapshot: str | None = None  # "taken", or why not
+    notes: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    report: Any = None  # the triage Report (not serialised)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object printed by the CLI."""
+        d = asdict(self)
+        d.pop("report", None)
+        return d
+
+
+def get(name: str) -> Scenario:
+    """The scenario called `name`; a TriageError (exit 2) naming the known ones otherwise."""
+    known = scenarios.by_name()
+    if name not in known:
+        raise TriageError(f"unknown scenario {name!r}", hint=f"known: {', '.join(known)}")
+    return known[name]
+
+
+def repo_root() -> Path | None:
+    """The checkout holding triage and dflash_runtime side by side, if this is one."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "dflash_runtime" / "__main__.py").is_file() else None
+
+
+def child_env(sc: Scenario, ctx: Context) -> dict[str, str]:
+    """The run's environment: ours, unbuffered Python, the checkout on PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    root = repo_root()
+    if root is not None:
+        # dflash_runtime importable even when triage was installed without it.
+        env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    env.update(sc.env(ctx))
+    return env
+
+
+# --- process tree memory -------------------------------------------------------------
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                kids += [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return kids
+
+
+def tree_rss(pid: int) -> tuple[float, int]:
+    """(resident MiB of `pid` and its descendants, the pid using the most)."""
+    total, biggest, biggest_pid = 0, -1, pid
+    todo, seen = [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        r = _rss_kib(p)
+        total += r
+        if r > biggest:
+            biggest, biggest_pid = r, p
+        todo += _children(p)
+    return total / 1024, biggest_pid
+
+
+def memory_watch_supported() -> bool:
+    """/proc with per-task children lists (Linux)."""
+    return Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+# --- running ---------------------------------------------------------------------------
+
+def _preexec(fsize: int | None) -> Callable[[], None] | None:
+    if fsize is None:
+        return None
+
+    def limit() -> None:  # in the child, between fork and exec
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        # Ignored, so a write past the limit fails with EFBIG instead of SIGXFSZ killing the
+        # process: a failed write, as on a full disk. Exec keeps ignored signals ignored.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    return limit
+
+
+def _pump(src: IO[bytes], sink: IO[bytes]) -> None:
+    while True:
+        chunk = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+        if not chunk:
+            return
+        sink.write(chunk)
+        sink.flush()
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
+                timeout_s: float, rss_limit_mib: float | None = None,
+                fsize: int | None = None) -> Run:
+    """Run argv with merged output copied to log_path; enforce the limits; wait for it."""
+    t0 = time.monotonic()
+    killed_by: str | None = None
+    watched = rss_limit_mib is not None
+    peak = 0.0
+    with open(log_path, "wb") as sink:
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_preexec(fsize))
+        except OSError as e:
+            raise TriageError(f"cannot start {argv[0]}: {e.strerror}") from None
+        assert proc.stdout is not None
+        pump = threading.Thread(target=_pump, args=(proc.stdout, sink), daemon=True)
+        pump.start()
+        try:
+            while proc.poll() is None:
+                if time.monotonic() - t0 > timeout_s:
+                    killed_by = "timeout"
+                    _kill_group(proc)
+                    break
+                if rss_limit_mib is not None:
+                    rss, biggest = tree_rss(proc.pid)
+                    peak = max(peak, rss)
+                    if rss > rss_limit_mib:
+                        killed_by = "memory-watchdog"
+                        try:
+                            os.kill(biggest, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                        rss_limit_mib = None  # one kill, as the OOM killer; then let it end
+                time.sleep(POLL_S)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.wait()
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            # Anything left in the group (a killed parent's workers) goes too.
+            _kill_group(proc)
+            pump.join(timeout=10)
+    data = log_path.read_bytes()
+    return Run(exit_status=proc.returncode, log=data.decode("utf-8", "replace"),
+               seconds=time.monotonic() - t0, workdir=cwd, killed_by=killed_by,
+               peak_rss_mib=round(peak, 1) if watched else None)
+
+
+def _signal_name(status: int | None, shell: bool) -> str | None:
+    if status is None:
+        return None
+    num = -status if status < 0 else (status - 128 if shell and status > 128 else 0)
+    if num <= 0:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def versions(python: str, env: dict[str, str]) -> dict[str, str]:
+    """torch and transformers versions of the run's interpreter (metadata only, fast)."""
+    code = ("import importlib.metadata as m, json\n"
+            "v = {}\n"
+            "for n in ('torch', 'transformers', 'accelerate'):\n"
+            "    try: v[n] = m.version(n)\n"
+            "    except Exception: v[n] = 'absent'\n"
+            "print(json.dumps(v))\n")
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
+                             timeout=60, check=True)
+        import json
+
+        return {str(k): str(v) for k, v in json.loads(out.stdout).items()}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+
+
+def take_snapshot(python: str, out: Path) -> tuple[dict[str, Any] | None, str]:
+    """An evidence snapshot of the run's interpreter, if triage.evidence can take one."""
+    try:
+        from triage import evidence
+
+        snap = evidence.take_snapshot(python=python)
+    except Exception as e:  # evidence is optional here: triage the log alone
+        return None, f"not taken ({type(e).__name__}: {str(e)[:120]})"
+    try:
+        import json
+
+        out.write_text(json.dumps(snap, indent=2, default=str) + "\n", encoding="utf-8")
+    except (OSError, TypeError, ValueError):
+        pass
+    return snap, "taken"
+
+
+def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
+                 python: str | None = None, keep: str | None = None,
+                 timeout_s: float | None = None, snapshot: bool = True) -> Outcome:
+    """Run scenario `name` (or its fix), triage the log, and judge the outcome."""
+    sc = get(name)
+    out = Outcome(scenario=sc.name, expected=sc.expected, fix=fix, device=device)
+    if sc.device == "cuda" and device != "cuda":
+        out.skipped = "needs a GPU: run with --device cuda"
+        out.ok = True
+        return out
+    py = python or sys.executable
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"{sc.name}{'-fix' if fix else ''}-", dir=keep))
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix=f"triage-repro-{sc.name}-"))
+    try:
+        _run_in(sc, out, Context(python=py, workdir=workdir, device=device, fix=fix,
+                                 scenarios_dir=scenarios.HERE), timeout_s, snapshot)
+        if keep:
+            out.log = str(workdir / "run.log")
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return out
+
+
+def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
+            snapshot: bool) -> None:
+    env = child_env(sc, ctx)
+    out.versions = versions(ctx.python, env)
+    for i, argv in enumerate(sc.setup(ctx)):
+        setup_log = ctx.workdir / f"setup-{i}.log"
+        r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log,
+                        timeout_s=SETUP_TIMEOUT_S)
+        if not r.ok:
+            out.notes.append(f"setup failed (exit {r.exit_status}): {shlex.join(argv)}")
+            out.log_tail = r.log.splitlines()[-20:]
+            return
+    argv = sc.command(ctx)
+    if sc.shell:
+        # As a job in a shell script: bash reports a job killed by a signal
+        # ("run.sh: line 2: PID Killed ...") on its stderr, which is in the log.
+        script = ctx.workdir / "run.sh"
+        script.write_text("set +e\n" + shlex.join(argv) + "\nexit $?\n", encoding="utf-8")
+        argv = ["bash", "run.sh"]
+    rss = sc.rss_limit_mib(ctx) if sc.rss_limit_mib else None
+    if rss is not None and not memory_watch_supported():
+        out.skipped = "the memory watchdog needs Linux /proc"
+        out.ok = True
+        return
+    run = run_command(argv, cwd=ctx.workdir, env=env, log_path=ctx.workdir / "run.log",
+                      timeout_s=timeout_s or sc.timeout_s, rss_limit_mib=rss,
+                      fsize=sc.fsize_limit_bytes(ctx) if sc.fsize_limit_bytes else None)
+    out.seconds = round(run.seconds, 2)
+    out.exit_status = run.exit_status
+    out.signal = _signal_name(run.exit_status, sc.shell)
+    out.killed_by = run.killed_by
+    out.peak_rss_mib = run.peak_rss_mib
+    out.log_tail = run.log.splitlines()[-20:]
+    if run.killed_by == "timeout":
+        out.notes.append(f"the run passed its {timeout_s or sc.timeout_s:g}s limit and was killed")
+    out.reproduced = sc.reproduced(run) and run.killed_by != "timeout"
+
+    facts: dict[str, Any] = {}
+    if snapshot:
+        snap, out.snapshot = take_snapshot(sc.snapshot_python(ctx), ctx.workdir / "evidence.json")
+        if snap is not None:
+            try:
+                from triage.evidence import facts_from_snapshot
+
+                facts = facts_from_snapshot(snap)
+            except Exception as e:  # a snapshot we cannot read: the log alone
+                out.snapshot = f"unreadable ({type(e).__name__})"
+    else:
+        out.snapshot = "not taken (--no-snapshot)"
+
+    from triage.engine import analyze
+
+    report = analyze([str(ctx.workdir / "run.log")], facts=facts)
+    out.report = report
+    out.diagnosed = [d.signature for d in report.diagnoses]
+    roots = [d.signature for d in report.diagnoses if d.role == "root-cause"]
+    out.top = roots[0] if roots else (out.diagnosed[0] if out.diagnosed else None)
+    if ctx.fix:
+        # Fixed: the run completed, the failure did not happen, and triage agrees.
+        out.fixed = run.ok and not out.reproduced and sc.expected not in out.diagnosed
+        out.ok = out.fixed
+    else:
+        out.ok = bool(out.reproduced) and out.top == sc.expected

@@ -1,0 +1,524 @@
+"""The watcher loop, without a screen: read the capture as it grows, diagnose live,
+notice stalls and the end of the run, then snapshot and triage the whole capture.
+
+`WatchSession.poll()` does one round and returns the events it produced; the headless
+mode prints them as JSON lines (`run_headless`), the TUI turns them into panels. The
+clock is injected so stall detection can be tested without waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from triage.engine import get_rules
+from triage.engine.rules import Rule
+from triage.errors import TriageError
+from triage.ingest.normalize import SourceState, normalize
+from triage.report.json import diagnosis_dict, report_dict
+from triage.watch.capture import PaneStatus, TmuxPane
+from triage.watch.events import (
+    Attached,
+    DiagnosisFound,
+    Ended,
+    Event,
+    Notice,
+    Resumed,
+    Stalled,
+    Triaged,
+    to_json,
+)
+from triage.watch.follow import Follower, LineSplitter, cap_line
+from triage.watch.gpu import GpuSample, GpuSampler
+from triage.watch.live import LiveTriage, metrics_of, phase_of
+
+TAIL = 2000  # raw lines kept for the TUI's log pane
+SERIES = 120  # points per sparkline
+METRIC_SCAN = 32  # lines at the end of each read that are parsed for metrics and phase
+SETTLE = 0.3  # seconds without new bytes after the pane died before the capture is final
+SETTLE_MAX = 5.0
+SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "-bash", "-zsh"})
+
+
+class Source(Protocol):
+    """Where the bytes come from: a tmux pane (through its capture file) or a file."""
+
+    mode: str
+    name: str
+    capture: Path
+
+    def attach(self) -> Attached: ...
+    def status(self) -> PaneStatus | None: ...
+    def release(self) -> None: ...
+    def final_lines(self, tail: list[str]) -> list[str]: ...
+    def close(self, dead: bool | None, exit_status: int | None) -> None: ...
+
+
+class FileSource:
+    """`triage watch FILE`: the file is the capture; there is no process to watch."""
+
+    mode = "file"
+
+    def __init__(self, path: Path) -> None:
+        if path.exists() and path.is_dir():
+            raise TriageError(f"{path}: is a directory (watch one log file)")
+        self.name = str(path)
+        self.capture = path
+
+    def attach(self) -> Attached:
+        notes = () if self.capture.exists() else ("the file does not exist yet; waiting for it",)
+        return Attached(self.name, str(self.capture), "file", notes=notes)
+
+    def status(self) -> PaneStatus | None:
+        return None
+
+    def release(self) -> None:
+        return None
+
+    def final_lines(self, tail: list[str]) -> list[str]:
+        return []
+
+    def close(self, dead: bool | None, exit_status: int | None) -> None:
+        return None
+
+
+class TmuxSource:
+    """`triage watch --tmux TARGET`: the pane's scrollback and live bytes go to the
+    capture file (see capture.py), which is followed like any file."""
+
+    mode = "tmux"
+
+    def __init__(self, target: str, capture: Path, socket: str | None = None) -> None:
+        self.name = target
+        self.capture = capture
+        self.pane = TmuxPane(target, capture, socket=socket)
+
+    def attach(self) -> Attached:
+        a = self.pane.attach()
+        return Attached(self.name, str(self.capture), "tmux", pane=a.pane_id, pid=a.pane_pid,
+                        history_lines=a.history_lines, notes=tuple(a.notes))
+
+    def status(self) -> PaneStatus | None:
+        return self.pane.status()
+
+    def release(self) -> None:
+        """Stop the pipe (the capture file then stops growing)."""
+        self.pane.stop_pipe()
+
+    def final_lines(self, tail: list[str]) -> list[str]:
+        """Lines the dead pane showed last that the capture lacks (tmux drops what it
+        had not yet written to a pipe when the pipe closes)."""
+        return missing_tail(self.pane.final_screen(), tail)
+
+    def close(self, dead: bool | None, exit_status: int | None) -> None:
+        self.pane.close(dead=dead, exit_status=exit_status)
+
+
+def missing_tail(screen: list[str], ours: list[str], anchor: int = 3) -> list[str]:
+    """Lines at the end of `screen` that come after the end of `ours`.
+
+    Only a confident alignment counts (the last `anchor` lines of ours, or all of them,
+    found in a row in `screen`): a screen renders tabs, wide characters and redraws
+    differently, and repeating lines would be worse than a note."""
+    def key(s: str) -> str:
+        return " ".join(s.split())
+
+    scr = [key(s) for s in screen]
+    mine = [key(s) for s in ours if key(s)]
+    scr_nonblank = [i for i, s in enumerate(scr) if s]
+    if not mine or not scr_nonblank:
+        return []
+    k = min(anchor, len(mine))
+    want = mine[-k:]
+    # search from the end: the latest place where our last k lines appear
+    for end in range(len(scr_nonblank) - 1, k - 2, -1):
+        idx = scr_nonblank[end - k + 1:end + 1]
+        if [scr[i] for i in idx] == want:
+            return screen[idx[-1] + 1:]
+    return []
+
+
+@dataclass
+class RunState:
+    """What the run panel shows."""
+
+    started: float
+    last_output: float | None = None
+    last_progress: float | None = None
+    lines: int = 0
+    step: int | None = None
+    loss: float | None = None
+    toks: float | None = None
+    phase: str | None = None
+    losses: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES))
+    toks_series: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES))
+    intervals: deque[float] = field(default_factory=lambda: deque(maxlen=32))
+    stalled_since: float | None = None
+    ended: Ended | None = None
+
+    def usual_interval(self) -> float | None:
+        """Median wall time between reads that brought a new step line."""
+        if len(self.intervals) < 3:
+            return None
+        return statistics.median(self.intervals)
+
+
+class WatchSession:
+    """One watch: `start()`, then `poll()` until `done`; `stop()` ends it early."""
+
+    def __init__(self, source: Source, *, rules: list[Rule] | None = None,
+                 clock: Callable[[], float] = time.monotonic, stall_factor: float = 10.0,
+                 min_stall: float = 30.0, report_interval: float = 0.2,
+                 status_interval: float = 0.5, snapshot: bool = True,
+                 gpus: GpuSampler | None = None) -> None:
+        self.source = source
+        self.rules = rules if rules is not None else get_rules()
+        self.clock = clock
+        self.stall_factor = stall_factor
+        self.min_stall = min_stall
+        self.report_interval = report_interval
+        self.status_interval = status_interval
+        self.take_snapshot = snapshot
+        self.gpus = gpus or GpuSampler()
+        self.follower = Follower(str(source.capture))
+        self.splitter = LineSplitter()
+        self.live = LiveTriage(self.rules, str(source.capture))
+        self.run = RunState(started=clock())
+        self.tail: deque[bytes] = deque(maxlen=TAIL)
+        self.emitted: dict[str, int] = {}  # signature -> confidence already announced
+        self.diagnoses: list[dict[str, Any]] = []  # the current live view, best first
+        self.final_report: dict[str, Any] | None = None
+        self.snapshot: dict[str, Any] | None = None
+        self.done = False
+        self._last_report = float("-inf")
+        self._last_status = float("-inf")
+        self._dead: PaneStatus | None = None
+        self._quiet_since: float | None = None
+        self._first_command: str | None = None
+        self._end_reason = "exited"
+        self._metric_state = SourceState()
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self) -> list[Event]:
+        """Attach to the source; the first event is `attached`."""
+        ev = self.source.attach()
+        self.run.started = self.clock()
+        return [ev]
+
+    def poll(self) -> list[Event]:
+        """Read what arrived, diagnose, check for a stall and for the end."""
+        if self.done:
+            return []
+        now = self.clock()
+        got = self._read()
+        if got:
+            self.run.last_output = now
+        events: list[Event] = []
+        if self.live.dirty and now - self._last_report >= self.report_interval:
+            events += self._rediagnose(now)
+        events += self._check_stall(now)
+        if self._dead is None and now - self._last_status >= self.status_interval:
+            self._last_status = now
+            self._check_source()
+        if self._dead is not None:
+            # the process is gone: wait until tmux has handed over the last bytes
+            if got or self._quiet_since is None:
+                self._quiet_since = now
+            if now - self._quiet_since >= SETTLE:
+                events += self._finish(self._dead, self._end_reason)
+        return events
+
+    def _check_source(self) -> None:
+        st = self.source.status()
+        if st is None:
+            return
+        if self._first_command is None:
+            self._first_command = st.current_command
+        if not st.exists or st.dead:
+            self._dead, self._quiet_since = st, None
+            self._end_reason = "exited" if st.exists else "pane-closed"
+        elif self._first_command not in SHELLS and st.current_command in SHELLS:
+            # a command started from a shell: its end brings the shell back
+            self._dead, self._quiet_since = st, None
+            self._end_reason = "returned-to-shell"
+
+    def stop(self, reason: str = "interrupted") -> list[Event]:
+        """End the watch now (the user quit): final triage of what was captured."""
+        if self.done:
+            return []
+        self._read()
+        st = self._dead or PaneStatus(exists=True)
+        return self._finish(st, reason)
+
+    # -- reading --------------------------------------------------------------------
+    def _read(self) -> int:
+        total = 0
+        for chunk in self.follower.poll():
+            total += len(chunk.data)
+            if chunk.fresh and self.splitter.partial:
+                rest = self.splitter.flush()
+                self._lines(rest + b"\n", [rest])
+            blob, lines = self.splitter.feed(chunk.data)
+            if lines:
+                self._lines(blob, lines)
+        return total
+
+    def _lines(self, blob: bytes, lines: list[bytes]) -> None:
+        self.live.feed(blob, lines)
+        self.run.lines = self.live.lines
+        self.tail.extend(lines[-TAIL:])
+        self._metrics(lines[-METRIC_SCAN:])
+
+    def _metrics(self, lines: list[bytes]) -> None:
+        r = self.run
+        new_step = False
+        phase = None
+        for raw in lines:
+            texts = [p.text for p in normalize(cap_line(raw), self._metric_state)]
+            for text in texts:
+                phase = phase_of(text) or phase
+                if "step" not in text and "iter" not in text and "oss" not in text:
+                    continue
+                step, loss, toks = metrics_of(text)
+                if step is not None and step != r.step:
+                    new_step = True
+                    r.step = step
+                    if loss is not None:
+                        r.losses.append(loss)
+                    if toks is not None:
+                        r.toks_series.append(toks)
+                if loss is not None:
+                    r.loss = loss
+                if toks is not None:
+                    r.toks = toks
+        if phase:
+            r.phase = phase
+        if new_step:
+            now = self.clock()
+            if r.last_progress is not None:
+                r.intervals.append(now - r.last_progress)
+            r.last_progress = now
+
+    # -- diagnosis ------------------------------------------------------------------
+    def _rediagnose(self, now: float) -> list[Event]:
+        self._last_report = now
+        view = self.live.diagnoses()
+        self.diagnoses = [diagnosis_dict(d) for d in view.diagnoses]
+        return self._announce(self.diagnoses, final=False)
+
+    def _announce(self, diags: list[dict[str, Any]], final: bool) -> list[Event]:
+        from triage.model import Confidence
+
+        out: list[Event] = []
+        for d in diags:
+            conf = int(Confidence.parse(d["confidence"]))
+            if self.emitted.get(d["signature"], 0) >= conf:
+                continue
+            self.emitted[d["signature"]] = conf
+            line = next((e["line"] for e in d["evidence"] if e.get("line")), None)
+            out.append(DiagnosisFound(d, line, final))
+        return out
+
+    # -- stalls ---------------------------------------------------------------------
+    def stall_threshold(self) -> float | None:
+        """Seconds without a new step line that count as a stall (None: no rhythm yet)."""
+        usual = self.run.usual_interval()
+        if usual is None:
+            return None
+        return max(self.stall_factor * usual, self.min_stall)
+
+    def _check_stall(self, now: float) -> list[Event]:
+        r = self.run
+        if r.last_progress is None or self._dead is not None:
+            return []
+        quiet = now - r.last_progress
+        if r.stalled_since is not None:
+            if quiet < now - r.stalled_since:  # a step arrived after the stall began
+                stalled_for = now - r.stalled_since
+                r.stalled_since = None
+                return [Resumed(stalled_for)]
+            return []
+        limit = self.stall_threshold()
+        if limit is None or quiet < limit:
+            return []
+        r.stalled_since = r.last_progress
+        usual = r.usual_interval() or 0.0
+        return [Stalled(quiet, usual, r.step, self.gpus.sample().busy)]
+
+    # -- the end --------------------------------------------------------------------
+    def _finish(self, st: PaneStatus, reason: str) -> list[Event]:
+        events: list[Event] = []
+        self.source.release()
+        self._drain()
+        if st.exists and st.dead:
+            events += self._recover()
+        final = self.splitter.flush()
+        self.live.feed_final(final)
+        self.run.lines = self.live.lines
+        if final:
+            self.tail.append(final)
+        facts = self._snapshot()
+        self.source.close(st.dead if st.exists else None, st.exit_status)
+        report = self._full_triage(facts)
+        if report is not None:
+            self.final_report = report
+            events += self._announce(report["diagnoses"], final=True)
+        exit_status = st.exit_status
+        if exit_status is None and st.signal:
+            exit_status = -_signum(st.signal)
+        ended = Ended(exit_status, self.live.lines, str(self.source.capture), st.signal, reason)
+        self.run.ended = ended
+        events.append(ended)
+        if report is not None:
+            events.append(Triaged(report, self.snapshot))
+        self.follower.close()
+        self.done = True
+        return events
+
+    def _recover(self) -> list[Event]:
+        """Append what the dead pane shows after the capture's end (see missing_tail)."""
+        tail_text = [p.text for raw in [*list(self.tail)[-200:], self.splitter.partial]
+                     for p in normalize(cap_line(raw), SourceState())]
+        try:
+            missing = self.source.final_lines(tail_text)
+        except TriageError:
+            return []
+        if not missing:
+            return []
+        with self.source.capture.open("ab") as fh:
+            fh.write((b"\n" if self.splitter.partial else b"")
+                     + "\n".join(missing).encode("utf-8") + b"\n")
+        self._drain()
+        return [Notice(f"{len(missing)} line(s) that tmux had not passed to the pipe "
+                       "were recovered from the pane's screen")]
+
+    def _drain(self) -> None:
+        """Read until the capture file stops growing (the pipe's last bytes)."""
+        deadline = time.monotonic() + SETTLE_MAX
+        quiet = 0
+        while time.monotonic() < deadline and quiet < 2:
+            if self._read():
+                quiet = 0
+            else:
+                quiet += 1
+                time.sleep(0.05)
+
+    def _snapshot(self) -> dict[str, Any]:
+        if not self.take_snapshot:
+            return {}
+        snap = take_snapshot(getattr(getattr(self.source, "pane", None), "pane_id", None))
+        if snap is None:
+            return {}
+        self.snapshot = snap
+        try:
+            from triage.evidence import facts_from_snapshot
+
+            return facts_from_snapshot(snap)
+        except (ImportError, AttributeError, TriageError):
+            return {}
+
+    def _full_triage(self, facts: dict[str, Any]) -> dict[str, Any] | None:
+        from triage.engine import analyze
+
+        if not self.source.capture.exists():
+            return None
+        try:
+            rep = analyze([str(self.source.capture)], rules=self.rules, facts=facts)
+        except TriageError:
+            return None
+        return report_dict(rep)
+
+    # -- views ----------------------------------------------------------------------
+    def gpu_sample(self) -> GpuSample:
+        """GPU memory and utilization now (N/A without NVML)."""
+        return self.gpus.sample()
+
+
+def take_snapshot(tmux_target: str | None) -> dict[str, Any] | None:
+    """The evidence snapshot, when the evidence layer can take one (never raises)."""
+    try:
+        from triage.evidence import take_snapshot as _take
+    except (ImportError, AttributeError):
+        return None
+    try:
+        snap = _take(tmux_target=tmux_target)
+    except (ImportError, AttributeError, TypeError):
+        return None  # the collector is not there (yet) in this install
+    except TriageError:
+        return None
+    return snap if isinstance(snap, dict) else None
+
+
+def _signum(name: str) -> int:
+    import signal as _signal
+
+    try:
+        return int(_signal.Signals[name])
+    except KeyError:
+        return 0
+
+
+# -- hooks and the headless loop ---------------------------------------------------------
+def run_hook(cmd: str, payload: dict[str, Any], timeout: float = 60.0) -> threading.Thread:
+    """Run `cmd` in a shell with `payload` as JSON on stdin, in the background. Its
+    stdout goes to stderr, so the JSON event stream on stdout stays clean."""
+    data = (json.dumps(payload, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+    def work() -> None:
+        try:
+            p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=sys.stderr,
+                                 stderr=sys.stderr)
+        except OSError as e:
+            sys.stderr.write(f"triage: --on-diagnosis: cannot run {cmd!r}: {e}\n")
+            return
+        try:
+            p.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            sys.stderr.write(f"triage: --on-diagnosis: {cmd!r} ran over {timeout:.0f} s; killed\n")
+        except BrokenPipeError:
+            p.wait()
+
+    t = threading.Thread(target=work, name="on-diagnosis", daemon=False)
+    t.start()
+    return t
+
+
+def run_headless(session: WatchSession, *, poll: float = 0.2, on_diagnosis: str | None = None,
+                 out: Any = None) -> int:
+    """Print one JSON line per event until the run ends (or Ctrl-C); exit code 0."""
+    stream = out or sys.stdout
+    hooks: list[threading.Thread] = []
+
+    def emit(events: list[Event]) -> None:
+        for ev in events:
+            stream.write(to_json(ev) + "\n")
+            if on_diagnosis and isinstance(ev, DiagnosisFound):
+                hooks.append(run_hook(on_diagnosis, ev.diagnosis))
+        if events:
+            stream.flush()
+
+    try:
+        emit(session.start())
+        while not session.done:
+            emit(session.poll())
+            if not session.done:
+                time.sleep(poll)
+    except KeyboardInterrupt:
+        emit(session.stop("interrupted"))
+    finally:
+        if not session.done:
+            session.source.close(None, None)
+        for t in hooks:
+            t.join(timeout=60)
+    return 0
