@@ -32,3 +32,10 @@ def test_rule_ids_are_canonical_or_new():
     for r in RULES:
         for target in r.explains:
             assert target in canonical or target in {x.id for x in RULES}, (r.id, target)
+
+
+def test_rule_literals_are_selective():
+    """No common-word literals; none that hits many lines of the healthy fixtures."""
+    from triage.engine.lint import _selectivity
+
+    assert _selectivity(RULES) == []

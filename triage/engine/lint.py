@@ -58,6 +58,11 @@ def check_rule_examples(rule: Rule) -> list[str]:
     return out
 
 
+COMMON_WORDS = {"error", "warning", "exception", "failed", "info", "step", "loss", "rank",
+                "cuda", "nccl", "torch", "with", "from", "that", "this", "true", "false", "none"}
+MAX_HEALTHY_HIT_RATE = 0.02
+
+
 def lint(extra: list[Path], *, include_default: bool = True) -> list[str]:
     try:
         rules = load_rules(extra, include_default=include_default)
@@ -66,8 +71,43 @@ def lint(extra: list[Path], *, include_default: bool = True) -> list[str]:
     problems: list[str] = []
     for r in rules:
         problems.extend(lint_rule(r))
+    problems.extend(_selectivity(rules))
     problems.extend(_healthy_corpus(rules))
     return problems
+
+
+def _healthy_lines() -> list[str]:
+    from triage.engine.catalog import fixtures_dir
+
+    root = fixtures_dir()
+    if root is None:
+        return []
+    lines: list[str] = []
+    for log in sorted((root / "none").glob("*/input.log")):
+        lines.extend(log.read_text(encoding="utf-8", errors="replace").splitlines())
+    return lines
+
+
+def _selectivity(rules: list[Rule]) -> list[str]:
+    """A literal is the prefilter's only chance to skip a line: a common word, or one
+    found on many lines of healthy logs, makes every line a candidate."""
+    healthy = _healthy_lines()
+    out: list[str] = []
+    for r in rules:
+        for c in r.clauses:
+            for lit in c.literals:
+                if lit.strip().lower() in COMMON_WORDS:
+                    out.append(f"{r.path}: match[{c.index}].literal: {lit!r} is a common word, "
+                               "not selective")
+                    continue
+                if healthy:
+                    hay = (x.lower() for x in healthy) if c.icase else iter(healthy)
+                    needle = lit.lower() if c.icase else lit
+                    hits = sum(1 for x in hay if needle in x)
+                    if hits > 3 and hits / len(healthy) > MAX_HEALTHY_HIT_RATE:
+                        out.append(f"{r.path}: match[{c.index}].literal: {lit!r} is on {hits} of "
+                                   f"{len(healthy)} healthy lines (> {MAX_HEALTHY_HIT_RATE:.0%})")
+    return out
 
 
 def _healthy_corpus(rules: list[Rule]) -> list[str]:
