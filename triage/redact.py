@@ -51,6 +51,14 @@ _GENERIC_NAMES = frozenset({
     "node", "host", "master", "worker", "debian", "centos", "ec2-user", "nobody", "guest",
 })
 
+# First labels of dotted names that are Python modules or objects (`torchvision.io`).
+_CODE_ROOTS = frozenset({
+    "torch", "torchvision", "torchaudio", "scipy", "skimage", "tensorflow", "tf", "jax",
+    "numpy", "np", "pandas", "pd", "os", "sys", "io", "transformers", "datasets",
+    "accelerate", "deepspeed", "megatron", "triton", "fsspec", "pyarrow", "ray", "lightning",
+    "pl", "keras", "self", "cls", "model", "args", "config", "imageio", "cv2", "PIL", "pil",
+})
+
 _HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST = rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*"
 _IPV4_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -102,6 +110,8 @@ def _public_or_code(value: str, text: str, start: int) -> bool:
     parts = low.split(".")
     if len(parts) >= 2 and ".".join(parts[-2:]) in PUBLIC_DOMAINS:
         return True
+    if parts[0] in _CODE_ROOTS or text[max(0, start - 7):start].endswith(("import ", "from ")):
+        return True  # torchvision.io, scipy.io: modules, not machines
     return low in _GENERIC_NAMES or low.replace("-", "").isdigit()
 
 
@@ -117,7 +127,7 @@ def _special_ipv4(value: str, text: str, start: int) -> bool:
     if value.startswith(("127.", "0.0.0.0", "255.255.")):
         return True
     before = text[max(0, start - 12):start].lower()
-    return "version" in before or before.rstrip().endswith(("==", ">=", "<=", "~=", " v", "@"))
+    return "version" in before or before.rstrip().endswith(("==", ">=", "<=", "~=", " v"))
 
 
 def _special_ipv6(value: str, text: str, start: int) -> bool:
@@ -187,8 +197,8 @@ DETECTORS: tuple[Detector, ...] = (
        r"(?<![\w.+%-])(?P<s>(?!git@)[A-Za-z0-9][A-Za-z0-9._%+-]*@" + _HOST_LABEL
        + r"(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![A-Za-z0-9-])"),
     # --- mode "all": who and where
-    _d("USER", r"(?:/home/|/Users/|[A-Za-z]:\\Users\\)(?P<s>[A-Za-z0-9._-]+)", mode="all",
-       keep=_generic_user, learn=True),
+    _d("USER", r"(?:/home/|/homes/|/[Uu]sers/|[A-Za-z]:\\Users\\)(?P<s>[A-Za-z0-9._-]+)",
+       mode="all", keep=_generic_user, learn=True),
     _d("HOST",  # a shell prompt: alice@gpu-node-17:~$
        r"(?<![\w.-])(?P<u>[a-z_][a-z0-9_-]{0,31})@(?P<s>" + _HOST_LABEL + r"(?:\." + _HOST_LABEL
        + r")*):[~/]", {"u": "USER", "s": "HOST"}, mode="all", keep=_host_value, learn=True),
