@@ -12,6 +12,7 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 from triage import __version__
@@ -111,10 +112,52 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
     rules = get_rules(args.rules)
     facts = load_facts(args)
-    report = analyze(args.paths, rules=rules, facts=facts, fast=False if args.full else None,
-                     tail_only=args.quick)
+    with _progress(args) as on_progress:
+        report = analyze(args.paths, rules=rules, facts=facts, fast=False if args.full else None,
+                         tail_only=args.quick, on_progress=on_progress)
     emit(report, args)
     return fail_on_code(report, args.fail_on)
+
+
+PROGRESS_MIN_BYTES = 256 << 20
+
+
+class _progress:
+    """A progress bar on stderr for long scans, in an interactive console only."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.bar: Any = None
+        if args.format != "console" or args.quick or not sys.stderr.isatty():
+            return
+        import os
+
+        total = 0
+        for p in args.paths:
+            try:
+                total += os.path.getsize(p) if os.path.isfile(p) else 0
+            except OSError:
+                pass
+        if total >= PROGRESS_MIN_BYTES:
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True, console=_stderr_console())
+            self.task = self.bar.add_task("scanning", total=total)
+
+    def __enter__(self) -> Any:
+        if self.bar is None:
+            return None
+        self.bar.start()
+        return lambda n: self.bar.advance(self.task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def emit(report: object, args: argparse.Namespace) -> None:

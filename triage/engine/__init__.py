@@ -75,7 +75,7 @@ class Analysis:
 
 def analyze(paths: list[str], *, rules: list[Rule] | None = None,
             facts: Mapping[str, Any] | None = None, fast: bool | None = None,
-            tail_only: bool = False) -> Report:
+            tail_only: bool = False, on_progress: Any = None) -> Report:
     """Triage log files (or folders, or '-' for stdin).
 
     `fast`: None reads big files (>= 2 MiB) as windows around literal hits, True does
@@ -83,7 +83,7 @@ def analyze(paths: list[str], *, rules: list[Rule] | None = None,
     """
     rules = rules if rules is not None else get_rules()
     a = Analysis(rules, facts)
-    ingest = Ingest(expand_paths(paths), tail_only=tail_only)
+    ingest = Ingest(expand_paths(paths), tail_only=tail_only, on_progress=on_progress)
     ingest.on_gap = a.gap
     if fast is not False:
         ingest.scanner = a.scanner()

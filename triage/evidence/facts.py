@@ -140,8 +140,10 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         # the codes the catalog blames on the GPU itself (not the app, not a follow-up)
         f["kernel.xid_other_hw"] = [c for c in other if c in table and table[c].cause == "hardware"]
         f["kernel.xid_other_text"] = _xid_text([x for x in xids if int(x["code"]) in other])
+        # memory errors whose catalog action is more than IGNORE (63, 92 are notices)
         f["kernel.xid_ecc"] = [c for c in dict.fromkeys(f["kernel.xid"])
-                               if c in table and table[c].signature == "gpu-ecc-error"]
+                               if c in table and table[c].signature == "gpu-ecc-error"
+                               and table[c].action != "IGNORE"]
         f["kernel.xid_ecc_text"] = _xid_text(
             [x for x in xids if int(x["code"]) in f["kernel.xid_ecc"]])
     _derived(snap, f)

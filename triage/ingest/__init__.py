@@ -43,6 +43,7 @@ class Ingest:
     on_gap: Callable[[str], None] | None = None
     skipped_lines: int = 0
     tail_only: bool = False  # quick verdict: only the last TAIL_BYTES of each file
+    on_progress: Callable[[int], None] | None = None  # bytes read, on the fast path
 
     def __iter__(self) -> Iterator[Line]:
         seq = 0
@@ -89,9 +90,15 @@ class Ingest:
             return
         fh = open_binary(path)
         try:
-            yield from windows(read_chunks(fh, path), self.scanner)
+            yield from windows(self._progress(read_chunks(fh, path)), self.scanner)
         finally:
             fh.close()
+
+    def _progress(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            if self.on_progress is not None:
+                self.on_progress(len(chunk))
+            yield chunk
 
     def _big(self, path: str) -> bool:
         if path == "-":

@@ -84,16 +84,22 @@ def describe_log(r: Report) -> str:
 
 
 def verdict(r: Report) -> str:
-    """One sentence: the top diagnosis and how sure it is, or that nothing matched."""
+    """One sentence: the top diagnosis and how sure it is, or that nothing matched (and
+    then the error the log ends with, recognised or not)."""
     top = r.top
     if top is None:
         if r.end_state.kind == "clean-exit":
             return "No failure found: the run ended cleanly."
-        return "No known failure signature matched."
+        if r.last_error is None:
+            return "No known failure signature matched."
+        text = (f"No known failure signature matched. The log ends with "
+                f"{clip(r.last_error.text, 200)} ({where(r.last_error)})")
+        if r.root_error is not None:
+            text += f", caused by {clip(r.root_error.text, 200)} ({where(r.root_error)})"
+        return text + "."
     if top.role != "root-cause" or top.confidence == Confidence.POSSIBLE:
         return f"Not proven. Most likely: {top.title} ({top.signature}), {top.confidence.label}."
     return f"{top.title} ({top.signature}, {top.confidence.label})."
-
 
 
 def code_span(text: str) -> str:

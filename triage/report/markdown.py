@@ -144,6 +144,10 @@ def render(r: Report) -> str:
         out += ["", "> " + prose(top.summary)]
     if r.diagnoses:
         out += ["", *_table(r)]
+    elif r.last_error is not None:
+        errs = [e for e in (r.root_error, r.last_error) if e is not None]
+        out += ["", "No rule recognises it; the log ends with:", "",
+                *_evidence_block(errs, context=True)]
     roots = [d for d in r.diagnoses if d.role != "consequence"]
     cons = [d for d in r.diagnoses if d.role == "consequence"]
     if roots:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from triage import __version__
-from triage.model import Diagnosis, Report
+from triage.model import Diagnosis, Evidence, Report
 from triage.report.common import clip, code_span, describe_log, level, location, log_evidence
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -133,6 +133,12 @@ def _result(d: Diagnosis, r: Report, index: int) -> dict[str, Any]:
     return res
 
 
+def _error(e: Evidence | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"text": e.text, "source": e.source, "line": e.line, "rank": e.rank}
+
+
 def sarif_dict(r: Report) -> dict[str, Any]:
     """The SARIF log as a dict (render() serialises it)."""
     rules: list[dict[str, Any]] = []
@@ -154,6 +160,9 @@ def sarif_dict(r: Report) -> dict[str, Any]:
             "lastPhase": r.end_state.last_phase,
             "notes": list(r.notes),
             "ruledOut": [{"signature": x.signature, "because": x.because} for x in r.ruled_out],
+            "lastError": _error(r.last_error),
+            "rootError": _error(r.root_error),
+            "environment": dict(r.evidence_summary),
         },
     }
     return {"$schema": SCHEMA_URI, "version": VERSION, "runs": [run]}

@@ -245,7 +245,8 @@ def _signal_name(status: int | None, shell: bool) -> str | None:
 def versions(python: str, env: dict[str, str]) -> dict[str, str]:
     """torch and transformers versions of the run's interpreter (metadata only, fast)."""
     code = ("import importlib.metadata as m, json\n"
-            "v = {}\n"
+            "import sys\n"
+            "v = {'python': sys.version.split()[0]}\n"
             "for n in ('torch', 'transformers', 'accelerate'):\n"
             "    try: v[n] = m.version(n)\n"
             "    except Exception: v[n] = 'absent'\n"
@@ -279,7 +280,8 @@ def take_snapshot(python: str, out: Path) -> tuple[dict[str, Any] | None, str]:
 
 def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
                  python: str | None = None, keep: str | None = None,
-                 timeout_s: float | None = None, snapshot: bool = True) -> Outcome:
+                 timeout_s: float | None = None, snapshot: bool = True,
+                 record: str | None = None) -> Outcome:
     """Run scenario `name` (or its fix), triage the log, and judge the outcome."""
     sc = get(name)
     out = Outcome(scenario=sc.name, expected=sc.expected, fix=fix, device=device)
@@ -298,6 +300,10 @@ def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
                                  scenarios_dir=scenarios.HERE), timeout_s, snapshot)
         if keep:
             out.log = str(workdir / "run.log")
+        if record:
+            where = record_fixture(sc, out, workdir, Path(record))
+            out.notes.append(f"recorded fixture {where}" if where else
+                             "not recorded: only a run that reproduced and was diagnosed is")
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -367,3 +373,38 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         out.ok = out.fixed
     else:
         out.ok = bool(out.reproduced) and out.top == sc.expected
+
+
+def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Path | None:
+    """Write the failing run's log (and snapshot) as `root/<signature>/NNN-repro-<name>/`."""
+    if out.fix or not out.ok or not (workdir / "run.log").is_file():
+        return None
+    folder = root / sc.expected
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = [int(p.name[:3]) for p in folder.iterdir() if p.name[:3].isdigit()]
+    dest = folder / f"{max(taken, default=0) + 1:03d}-repro-{sc.name}"
+    dest.mkdir()
+    shutil.copyfile(workdir / "run.log", dest / "input.log")
+    if (workdir / "evidence.json").is_file():
+        shutil.copyfile(workdir / "evidence.json", dest / "evidence.json")
+    v = out.versions
+    vers = ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "transformers", "accelerate")
+                     if k in v)
+    first = out.report.diagnoses[0] if out.report is not None and out.report.diagnoses else None
+    source = f"recorded from `triage repro {sc.name}` ({vers}): {sc.failure}"
+    lines = [f"source = {_toml_str(source)}"]
+    avoid = [s for s in getattr(sc.module, "NOT", ()) if s not in out.diagnosed]
+    if avoid:
+        lines.append("not = [" + ", ".join(_toml_str(s) for s in avoid) + "]")
+    if first is not None:
+        lines += ["", "[[diagnoses]]", f"signature = {_toml_str(first.signature)}",
+                  f"confidence = {_toml_str(first.confidence.label)}",
+                  f"role = {_toml_str(first.role)}"]
+    (dest / "expected.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
+def _toml_str(s: str) -> str:
+    import json
+
+    return json.dumps(s)  # a JSON string is a valid TOML basic string

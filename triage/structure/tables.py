@@ -35,7 +35,8 @@ PHASES_ANY = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{rx.pattern})" f
 
 STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|global_step)[\s=:]+(\d+)", re.IGNORECASE)
 LOSS_RE = re.compile(
-    r"""(?:\b|')loss(?:'|")?(?:\s*[=:]\s*|\s+(?:is\s+)?)(?:tensor\()?"""
+    # transformers 5.x logs values as strings: {'loss': '5.556', ...}
+    r"""(?:\b|')loss(?:'|")?(?:\s*[=:]\s*|\s+(?:is\s+)?)['"]?(?:tensor\()?"""
     r"""([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))\b""",
     re.IGNORECASE)
 GRAD_NORM_RE = re.compile(r"grad_?norm(?:'|\")?\s*[=:]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))",

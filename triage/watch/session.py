@@ -357,6 +357,8 @@ class WatchSession:
     # -- the end --------------------------------------------------------------------
     def _finish(self, st: PaneStatus, reason: str) -> list[Event]:
         events: list[Event] = []
+        if st.exists and st.dead and st.exit_status is None and st.signal is None:
+            st = self._await_status(st)
         self.source.release()
         self._drain()
         if st.exists and st.dead:
@@ -383,6 +385,19 @@ class WatchSession:
         self.follower.close()
         self.done = True
         return events
+
+    def _await_status(self, st: PaneStatus) -> PaneStatus:
+        """tmux can mark a pane dead (pty closed) a moment before it has reaped the
+        process and knows its exit status."""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = self.source.status()
+            if now is None or not now.exists:
+                break
+            if now.exit_status is not None or now.signal is not None:
+                return now
+        return st
 
     def _recover(self) -> list[Event]:
         """Append what the dead pane shows after the capture's end (see missing_tail)."""

@@ -1,0 +1,99 @@
+"""`triage repro --list` and `triage repro NAME [--fix] [--device cpu|cuda] ...`.
+
+Exit 0 when the outcome is the expected one (reproduced and diagnosed; with --fix, not
+reproduced and fixed; or skipped: a GPU scenario without --device cuda), 1 otherwise,
+2 for an unknown scenario or bad usage (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from triage.errors import ExitCode, TriageError
+
+
+def register(sub: Any) -> None:
+    """Add the `repro` subcommand to triage's parser."""
+    p = sub.add_parser(
+        "repro", help="reproduce a known failure on the reference runtime, and verify its fix",
+        description="Run a scenario (a real failing configuration of dflash_runtime or of a "
+                    "library) in a subprocess, triage its log, and say whether the expected "
+                    "signature was diagnosed; --fix runs the remedy and shows the failure gone.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the scenario (see --list)")
+    p.add_argument("--list", action="store_true", help="list the scenarios")
+    p.add_argument("--fix", action="store_true", help="run the fix configuration")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--format", "-f", choices=("json", "console"), default="json")
+    p.add_argument("--keep", metavar="DIR", help="keep the run's folder (log, snapshot) under DIR")
+    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit of the run")
+    p.add_argument("--python", metavar="PATH",
+                   help="the interpreter that runs the scenario (default: this one)")
+    p.add_argument("--no-snapshot", action="store_true",
+                   help="triage the log alone, without an evidence snapshot")
+    p.add_argument("--record", metavar="FIXTURES",
+                   help="write the run's log as a fixture under FIXTURES/<signature>/NNN-repro-NAME/ "
+                        "(only when reproduced and diagnosed)")
+    p.set_defaults(func=cmd_repro)
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    """List the scenarios, or run one and print its outcome."""
+    from triage.repro import runner, scenarios
+
+    if args.list:
+        rows = [{"name": s.name, "expected": s.expected, "device": s.device,
+                 "summary": s.summary, "failure": s.failure, "fix": s.fix}
+                for s in scenarios.all_scenarios()]
+        if args.format == "json":
+            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        else:
+            width = max(len(r["name"]) for r in rows)
+            for r in rows:
+                sys.stdout.write(f"{r['name']:<{width}}  {r['device']:<4}  expect {r['expected']}\n"
+                                 f"{'':<{width}}  {r['summary']}\n")
+        return ExitCode.OK
+    if not args.name:
+        raise TriageError("repro: give a scenario NAME, or --list")
+    if args.timeout is not None and args.timeout <= 0:
+        raise TriageError("repro: --timeout must be positive")
+    if args.record and args.fix:
+        raise TriageError("repro: --record records a failing run; drop --fix")
+    out = runner.run_scenario(args.name, fix=args.fix, device=args.device, python=args.python,
+                              keep=args.keep, timeout_s=args.timeout,
+                              snapshot=not args.no_snapshot, record=args.record)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(out.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(console(out))
+    return ExitCode.OK if out.ok else ExitCode.FAIL_ON
+
+
+def console(out: Any) -> str:
+    """A few readable lines about an Outcome."""
+    head = f"triage repro {out.scenario}{' --fix' if out.fix else ''} ({out.device})"
+    if out.skipped:
+        return f"{head}: skipped: {out.skipped}\n"
+    lines = [head]
+    status = out.signal or (f"exit {out.exit_status}" if out.exit_status is not None else "not run")
+    lines.append(f"  run: {status} after {out.seconds:.1f}s"
+                 + (f", killed by the {out.killed_by}" if out.killed_by else ""))
+    if out.fix:
+        lines.append(f"  failure reproduced: {'yes' if out.reproduced else 'no'}; "
+                     f"{out.expected} diagnosed: {'yes' if out.expected in out.diagnosed else 'no'}")
+        lines.append(f"  fixed: {'yes' if out.fixed else 'NO'}")
+    else:
+        lines.append(f"  reproduced: {'yes' if out.reproduced else 'NO'}")
+        lines.append(f"  diagnosed: {', '.join(out.diagnosed) or 'nothing'}"
+                     f"  (expected {out.expected} first: {'yes' if out.top == out.expected else 'NO'})")
+    for n in out.notes:
+        lines.append(f"  note: {n}")
+    if not out.ok and out.log_tail:
+        lines.append("  log tail:")
+        lines += [f"    {t}" for t in out.log_tail[-10:]]
+    if out.log:
+        lines.append(f"  log: {out.log}")
+    lines.append(f"  outcome: {'as expected' if out.ok else 'NOT as expected'}")
+    return "\n".join(lines) + "\n"

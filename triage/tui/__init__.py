@@ -1,0 +1,1 @@
+"""tui: the textual screen of `triage watch` (the only package that imports textual)."""
