@@ -135,3 +135,18 @@ def test_analysis_streaming_api():
     a.feed(Line("x", 1, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB", None, 1))
     rep = a.report([SourceInfo("x", 1)])
     assert rep.top is not None and rep.top.signature == "cuda-oom"
+
+
+def test_stall_event_from_step_timestamps():
+    import datetime
+
+    t = datetime.datetime(2026, 11, 29, 12, 0, 0)
+    lines = [f"{(t + datetime.timedelta(seconds=2 * i)).isoformat()} step {i} loss 2.0" for i in range(1, 30)]
+    lines.append(f"{(t + datetime.timedelta(seconds=60 + 1800)).isoformat()} heartbeat: still alive")
+    st = structure("\n".join(lines) + "\n")
+    stalls = [e for e in st.events if e.kind == "stall"]
+    assert len(stalls) == 1
+    assert stalls[0].data["step_interval_s"] == 2.0
+    assert stalls[0].data["silent_s"] >= 1800
+    # the same run without the silence has no stall
+    assert not [e for e in structure("\n".join(lines[:-1]) + "\n").events if e.kind == "stall"]

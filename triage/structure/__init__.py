@@ -16,6 +16,8 @@ from triage.structure import tables as T
 MAX_EXCEPTIONS = 2000
 MAX_MSG_LINES = 40
 TAIL_LINES = 40
+STALL_FACTOR = 20  # silence of this many usual step intervals is a stall...
+STALL_MIN_S = 300  # ...and at least five minutes of it
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Structurer:
         self._pending_cpp_msg: dict[tuple[str, int | None], Line] = {}
         self._terminate: tuple[Line, str] | None = None
         self._last_step_seq = 0
+        self._last_ts: tuple[float, Line] | None = None
         self._last_phase: str | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
         self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
@@ -75,6 +78,8 @@ class Structurer:
     # -- feeding -------------------------------------------------------------------
     def feed(self, line: Line) -> None:
         text = line.text
+        if line.ts is not None and (self._last_ts is None or line.ts >= self._last_ts[0]):
+            self._last_ts = (line.ts, line)
         tail = self._tails.setdefault(line.source, deque(maxlen=TAIL_LINES))
         if text.strip():
             tail.append(line)
@@ -292,7 +297,24 @@ class Structurer:
         m["losses"] = list(self._losses)[-512:]
         self.out.metrics = m
         self.out.end_state = self._end_state(sources)
+        self._stall(m["step_times"])
         return self.out
+
+    def _stall(self, step_times: list[float]) -> None:
+        """Progress stopped: the last timestamped line is far later than the last step,
+        measured in the run's own step interval (needs timestamps on the lines)."""
+        if len(step_times) < 5 or self._last_ts is None:
+            return
+        gaps = sorted(b - a for a, b in zip(step_times, step_times[1:], strict=False) if b >= a)
+        if not gaps:
+            return
+        median = max(gaps[len(gaps) // 2], 1e-3)
+        silent = self._last_ts[0] - step_times[-1]
+        if silent >= max(STALL_FACTOR * median, STALL_MIN_S):
+            line = self._last_ts[1]
+            self.out.events.append(Event("stall", line, {
+                "silent_s": round(silent, 1), "step_interval_s": round(median, 3),
+                "factor": round(silent / median, 1), "last_step": self._m.get("last_step")}))
 
     def _end_state(self, sources: list[SourceInfo]) -> EndState:
         phase = self.out.last_phase
