@@ -132,7 +132,8 @@ class TmuxPane:
         try:
             self.capture.write_bytes(b"")
         except OSError as e:
-            raise TriageError(f"{self.capture}: cannot write the capture file ({e.strerror})") from None
+            raise TriageError(f"{self.capture}: cannot write the capture file ({e.strerror})"
+                              ) from None
         if not dead:
             self._keep_pane_on_exit()
         notes: list[str] = []

@@ -150,7 +150,8 @@ class LineSplitter:
         """The unfinished line (capped), which is now final; the splitter is reset."""
         data = self.partial
         if self._partial_cut:
-            data = data[:HEAD_KEEP] + b" ...[%d bytes cut]... " % self._partial_cut + data[HEAD_KEEP:]
+            marker = b" ...[%d bytes cut]... " % self._partial_cut
+            data = data[:HEAD_KEEP] + marker + data[HEAD_KEEP:]
         self.partial = b""
         self._partial_cut = 0
         return data

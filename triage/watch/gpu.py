@@ -93,11 +93,11 @@ def _device(nv: Any, i: int) -> Gpu:
         mem = nv.nvmlDeviceGetMemoryInfo(h)
         used, total = int(mem.used) >> 20, int(mem.total) >> 20
     except Exception:  # N/A for this field only
-        pass
+        used = total = None
     try:
         util = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
     except Exception:  # N/A for this field only
-        pass
+        util = None
     return Gpu(i, name, used, total, util)
 
 
@@ -109,7 +109,7 @@ def from_snapshot(snap: dict[str, Any]) -> GpuSample:
         return GpuSample(unknown="no GPU section in the snapshot")
     if "unknown" in g and "devices" not in g:
         return GpuSample(unknown=str(g["unknown"]))
-    out = []
+    out: list[Gpu] = []
     for d in g.get("devices") or []:
         if not isinstance(d, dict):
             continue
