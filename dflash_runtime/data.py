@@ -19,9 +19,15 @@ Sample = dict[str, torch.Tensor]
 
 
 def chain_successors(cfg: Config) -> torch.Tensor:
-    """The deterministic successor of each data token: a fixed random permutation."""
+    """The deterministic successor of each data token: one random cycle through all tokens.
+
+    A single cycle (no fixed points or short loops) keeps greedy continuations varied.
+    """
     g = torch.Generator().manual_seed(cfg.chain_seed)
-    return torch.randperm(cfg.data_vocab, generator=g)
+    order = torch.randperm(cfg.data_vocab, generator=g)
+    succ = torch.empty_like(order)
+    succ[order] = order.roll(-1)
+    return succ
 
 
 def generate_sequence(cfg: Config, length: int, g: torch.Generator) -> torch.Tensor:
