@@ -16,9 +16,13 @@ Redaction never adds or removes a line, so line numbers in a redacted log stay v
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MODES = ("secrets", "all")
 
@@ -266,6 +270,23 @@ class Redactor:
         if self._learned:
             text = self._replace_learned(text)
         return text
+
+    def redact_data(self, obj: T) -> T:
+        """Redact every string inside `obj`: dataclasses (a `Report`), tuples, lists and
+        dicts are rebuilt; other values pass unchanged. Views render the redacted data
+        and escape placeholders like any text, so XML and Markdown stay well-formed."""
+        if isinstance(obj, str):
+            return self.redact(obj)  # type: ignore[return-value]
+        if isinstance(obj, tuple | list):
+            return type(obj)(self.redact_data(x) for x in obj)  # type: ignore[return-value]
+        if isinstance(obj, dict):
+            return {self.redact_data(k): self.redact_data(v)  # type: ignore[return-value]
+                    for k, v in obj.items()}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            changes = {f.name: self.redact_data(getattr(obj, f.name))
+                       for f in dataclasses.fields(obj) if f.init}
+            return dataclasses.replace(obj, **changes)  # type: ignore[return-value]
+        return obj
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Redact bytes that may not be valid UTF-8: undecodable bytes pass unchanged."""

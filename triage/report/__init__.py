@@ -11,12 +11,22 @@ import io
 from triage.model import Report
 
 TEXT_FORMATS = ("json", "markdown", "sarif", "junit", "github")
+MARKUP_FORMATS = ("markdown", "junit")  # placeholders must be escaped, not pasted in
 
 
 def render_to_string(report: Report, fmt: str, *, width: int | None = None,
                      color: str = "auto", verbose: bool = False,
                      redact: str | None = None) -> str:
     """Render `report` as `fmt`; with `redact`, secrets are masked in the output."""
+    redactor = None
+    if redact:
+        from triage.redact import Redactor
+
+        # Mask the data before rendering, so each view escapes the placeholders (a raw
+        # "<HF_TOKEN_1>" is markup in XML and Markdown) and console wrapping cannot split
+        # a secret; the text pass below catches anything a view derived from the data.
+        redactor = Redactor(mode=redact)
+        report = redactor.redact_data(report)
     if fmt == "console":
         from triage.report import console
 
@@ -32,10 +42,8 @@ def render_to_string(report: Report, fmt: str, *, width: int | None = None,
         text = importlib.import_module(f"triage.report.{fmt}").render(report)
     else:
         raise ValueError(f"unknown format {fmt}")
-    if redact:
-        from triage.redact import Redactor
-
-        text = Redactor(mode=redact).redact(text)
+    if redactor is not None and fmt not in MARKUP_FORMATS:
+        text = redactor.redact(text)
     return text
 
 

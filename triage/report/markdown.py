@@ -135,13 +135,18 @@ def _environment(r: Report) -> list[str]:
     return out
 
 
+def _tells(check: str, signature: str) -> str:
+    """A check with the hypothesis it tests, as a shell comment."""
+    return f"{check} ({signature})" if "#" in check else f"{check}   # {signature}"
+
+
 def render(r: Report) -> str:
     """Markdown text for an issue or a job summary."""
     out = _title(r)
     out += ["", _sources(r)]
     top = r.top
     if top is not None and top.role == "root-cause" and top.summary:
-        out += ["", "> " + prose(top.summary)]
+        out += ["", *("> " + line for line in prose(top.summary).splitlines())]
     if r.diagnoses:
         out += ["", *_table(r)]
     elif r.last_error is not None:
@@ -159,7 +164,7 @@ def render(r: Report) -> str:
         for d in cons:
             out += _consequence(d)
     if len(roots) > 1 and any(d.checks for d in roots):
-        body = "\n".join(f"{d.checks[0]}   # tells: {d.signature}" for d in roots[:4] if d.checks)
+        body = "\n".join(_tells(d.checks[0], d.signature) for d in roots[:4] if d.checks)
         fence = code_fence(body)
         out += ["", "### To tell them apart, run first", "", f"{fence}sh", body, fence]
     if r.ruled_out:
