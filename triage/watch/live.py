@@ -24,50 +24,158 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage.engine import Analysis
-from triage.engine.rules import Rule
-from triage.ingest.normalize import SourceState, normalize
+from triage.engine.rules import REGEX_TIMEOUT, Rule
+from triage.ingest.normalize import SourceState, normalize, strip_ansi
 from triage.model import Diagnosis, Line, Report, SourceInfo
 from triage.structure import tables as T
 from triage.watch.follow import cap_line
 
-BEFORE = 2  # lines before a trigger: the matcher's context, a chain marker
+BEFORE = 30  # lines before a hit: traceback frames above an exception line (as ingest.scan)
 AFTER = 60  # lines after: a traceback's frames and message, a torchrun report's fields
 
-# What the structure stage needs to see to build exceptions and events.
-STRUCTURE_MARKERS = (
-    "Traceback (most recent call last)", "Error", "Exception", "Interrupt", "SystemExit",
-    "exitcode", "Root Cause", "terminate called", "what():",
-)
+# What the structure stage needs to see to build exceptions and events (the core's
+# table when it has one).
+try:
+    from triage.structure.tables import STRUCTURE_LITERALS as _STRUCT
+except ImportError:  # an older core
+    _STRUCT = ("Traceback (most recent call last)", "Error", "Exception", "Interrupt",
+               "exitcode", "Root Cause (first observed", "terminate called", "what():",
+               "During handling of the above", "direct cause of the following", "Killed")
+STRUCTURE_MARKERS: tuple[str, ...] = tuple(_STRUCT)
+
+Target = Any  # a line Clause, or (rule id, Unless) for a log-scope `unless`
 
 
-def trigger_literals(rules: Iterable[Rule]) -> tuple[list[bytes], list[bytes]]:
-    """(case-sensitive, lower-cased case-insensitive) byte literals whose presence in a
-    line may matter to some rule. A literal that contains a shorter one is dropped: the
-    shorter one's hits already cover it."""
-    exact: set[str] = set(STRUCTURE_MARKERS)
-    icase: set[str] = set()
-    for r in rules:
-        for c in r.clauses:
-            if c.literals and c.kind in ("line", "exception"):
-                (icase if c.icase else exact).update(c.literals)
-        for u in r.unless:
-            if u.scope == "log":
-                (icase if u.icase else exact).update(u.literals)
-    low = {s.lower() for s in icase}
-    return _minimal(exact), _minimal(low)
+class TriggerScanner:
+    """Which lines of a chunk may matter: one native multi-literal pass over the raw
+    bytes (Aho-Corasick; `bytes.find` per literal without it), then, for lines that
+    hold only a rule's literal, that rule's regex over all such lines at once. A
+    literal that is in every healthy line ("grad_norm") then costs one regex pass per
+    chunk, not a window per line."""
+
+    def __init__(self, exact: dict[str, list[Target]], icase: dict[str, list[Target]],
+                 structure: Iterable[str] = STRUCTURE_MARKERS) -> None:
+        self.targets: dict[bytes, list[Target]] = {}
+        for lit, ts in exact.items():
+            self.targets.setdefault(lit.encode(), []).extend(ts)
+        self.itargets: dict[bytes, list[Target]] = {}
+        for lit, ts in icase.items():
+            self.itargets.setdefault(lit.lower().encode(), []).extend(ts)
+        self.structure = {s.encode() for s in structure if s}
+        self.exact = sorted(set(self.targets) | self.structure)
+        self.icase = sorted(self.itargets)
+        self._ac = _aho(self.exact)
+        self._iac = _aho(self.icase)
+
+    def _scan(self, buf: bytes, lits: list[bytes], ac: Any) -> dict[bytes, list[int]]:
+        """literal -> byte offsets of its occurrences in buf."""
+        out: dict[bytes, list[int]] = {}
+        if not lits:
+            return out
+        if ac is None:
+            for lit in lits:
+                found = find_hits(buf, [lit])
+                if found:
+                    out[lit] = found
+            return out
+        for i, start, _end in ac.find_matches_as_indexes(buf, overlapping=True):
+            lst = out.get(lits[i])
+            if lst is None:
+                out[lits[i]] = [start]
+            else:
+                lst.append(start)
+        return out
+
+    def lines(self, blob: bytes, lines: list[bytes]) -> list[int]:
+        """0-based indexes of the lines in `lines` (joined in `blob`) that need a window."""
+        exact = self._scan(blob, self.exact, self._ac)
+        icase = self._scan(blob.lower(), self.icase, self._iac) if self.icase else {}
+        if not exact and not icase:
+            return []
+        offsets: list[int] = []  # lines that get a window without further checks
+        clauses: dict[int, tuple[Any, list[int]]] = {}  # clause -> offsets of its literals
+        for table, found in ((self.targets, exact), (self.itargets, icase)):
+            for lit, offs in found.items():
+                if lit in self.structure and table is self.targets:
+                    offsets += offs
+                    if lit not in table:
+                        continue
+                for t in table.get(lit, ()):
+                    if isinstance(t, tuple) or getattr(t, "pattern", None) is None:
+                        offsets += offs  # a log-scope `unless`: the matcher must see it
+                    else:
+                        clauses.setdefault(id(t), (t, []))[1].extend(offs)
+        window = set(line_indexes(blob, offsets))
+        text: str | None = None
+        for clause, offs in clauses.values():
+            if len(offs) <= FEW:
+                idxs = [i for i in line_indexes(blob, offs) if i not in window]
+                window.update(i for i in idxs if _search(clause, lines[i]))
+            else:
+                # a literal in many lines: the clause's regex once over the whole chunk
+                if text is None:
+                    text = strip_ansi(blob.decode("utf-8", "replace"))
+                window.update(_regex_lines(clause, text))
+        return sorted(window)
 
 
-def _minimal(lits: set[str]) -> list[bytes]:
-    enc = sorted({s.encode() for s in lits if s}, key=len)
-    keep: list[bytes] = []
-    for s in enc:
-        if not any(k in s for k in keep):
-            keep.append(s)
-    return keep
+FEW = 32  # literal hits in a chunk up to which each line is checked on its own
+_MULTILINE: dict[int, Any] = {}
+
+
+def _aho(lits: list[bytes]) -> Any:
+    if not lits:
+        return None
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return None
+    return ahocorasick_rs.BytesAhoCorasick(lits)
+
+
+def line_indexes(blob: bytes, offsets: list[int]) -> list[int]:
+    """0-based line indexes (sorted, unique) of byte offsets in a blob of lines."""
+    out: list[int] = []
+    idx, last = 0, 0
+    for off in sorted(offsets):
+        idx += blob.count(b"\n", last, off)
+        last = off
+        if not out or out[-1] != idx:
+            out.append(idx)
+    return out
+
+
+def _search(clause: Any, raw: bytes) -> bool:
+    try:
+        return clause.pattern.search(strip_ansi(raw.decode("utf-8", "replace")),
+                                     timeout=REGEX_TIMEOUT) is not None
+    except TimeoutError:
+        return True  # cannot tell cheaply: let the full matcher decide
+
+
+def _regex_lines(clause: Any, text: str) -> list[int]:
+    """Line indexes where the clause's regex matches in a multi-line text (^ and $ at
+    line boundaries, as when each line is searched on its own)."""
+    import regex
+
+    pat = _MULTILINE.get(id(clause))
+    if pat is None:
+        pat = _MULTILINE[id(clause)] = regex.compile(clause.pattern.pattern,
+                                                     clause.pattern.flags | regex.MULTILINE)
+    out: list[int] = []
+    idx, last = 0, 0
+    try:
+        for m in pat.finditer(text, timeout=REGEX_TIMEOUT * 4):
+            idx += text.count("\n", last, m.start())
+            last = m.start()
+            out.append(idx)
+    except TimeoutError:
+        return [i for i in range(text.count("\n"))]  # unsure: every line may matter
+    return out
 
 
 def find_hits(blob: bytes, literals: list[bytes]) -> list[int]:
-    """Byte offsets of every literal occurrence in `blob` (unordered, may repeat lines)."""
+    """Byte offsets of literal occurrences in `blob`, at most one per line and literal."""
     out: list[int] = []
     find = blob.find
     for lit in literals:
@@ -77,20 +185,7 @@ def find_hits(blob: bytes, literals: list[bytes]) -> list[int]:
             nl = blob.find(b"\n", pos)
             if nl < 0:
                 break
-            pos = find(lit, nl + 1)  # one hit per line and literal is enough
-    return out
-
-
-def hit_lines(blob: bytes, offsets: list[int]) -> list[int]:
-    """0-based line indexes of byte offsets in a blob of lines."""
-    out: list[int] = []
-    last_off = 0
-    idx = 0
-    for off in sorted(set(offsets)):
-        idx += blob.count(b"\n", last_off, off)
-        last_off = off
-        if not out or out[-1] != idx:
-            out.append(idx)
+            pos = find(lit, nl + 1)
     return out
 
 
@@ -113,7 +208,8 @@ class LiveTriage:
         self.before = before
         self.after = after
         self.analysis = Analysis(rules, self.facts)
-        self.exact, self.icase = trigger_literals(rules)
+        pre = self.analysis.matcher.prefilter
+        self.scanner = TriggerScanner(pre.literals, pre.icase)
         self.state = SourceState()
         self.lines = 0  # physical lines seen (complete ones)
         self.fed_upto = 0  # the last lineno fed to the analysis
@@ -132,10 +228,7 @@ class LiveTriage:
         if not lines:
             return
         base = self.lines  # lineno of lines[i] is base + i + 1
-        offsets = find_hits(blob, self.exact)
-        if self.icase:
-            offsets += find_hits(blob.lower(), self.icase)
-        hits = hit_lines(blob, offsets) if offsets else []
+        hits = self.scanner.lines(blob, lines)
         n = len(lines)
         # a window opened in an earlier chunk continues here
         if self.window_end > base:
@@ -168,6 +261,8 @@ class LiveTriage:
     def _feed_one(self, lineno: int, raw: bytes) -> None:
         if lineno <= self.fed_upto:
             return
+        if lineno > self.fed_upto + 1 and self.fed_upto and hasattr(self.analysis, "gap"):
+            self.analysis.gap(self.source)  # skipped lines: no traceback spans the gap
         self.fed_upto = lineno
         for p in normalize(cap_line(raw), self.state):
             self.seq += 1
