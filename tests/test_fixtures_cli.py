@@ -219,3 +219,33 @@ def test_gzip_log_and_whole(log: Path, tmp_path: Path):
     assert add(str(gz), "--expect", "cuda-oom", "--dir", str(fx), "--whole") == 0
     assert (fx / "cuda-oom" / "001-run" / "input.log").read_bytes() == log.read_bytes()
     assert main(["fixtures", "check", str(fx)]) == 0
+
+
+def test_expected_signature_behind_another_keeps_the_order(log: Path, tmp_path: Path, capsys):
+    with log.open("a") as f:  # the watchdog text of torch 2.6+ (messages.md), after the OOM
+        f.write("[rank1]:[E1129 17:30:01.000000 24243 ProcessGroupNCCL.cpp:616] [Rank 1] "
+                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5523, "
+                "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+                "ran for 600016 milliseconds before timing out.\n")
+    fx = tmp_path / "fx"
+    assert add(str(log), "--expect", "nccl-timeout", "--dir", str(fx)) == 0
+    assert "diagnoses cuda-oom first; nccl-timeout comes #2" in capsys.readouterr().err
+    exp = tomllib.loads((fx / "nccl-timeout" / "001-nightly-run" / "expected.toml").read_text())
+    assert [d["signature"] for d in exp["diagnoses"]] == ["cuda-oom", "nccl-timeout"]
+    assert exp["diagnoses"][1]["explained_by"] == "cuda-oom"
+    assert main(["fixtures", "check", str(fx)]) == 0
+
+
+def test_pre_commit_hook_runs_fixtures_check(log: Path, tmp_path: Path, capsys):
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "triage-fixtures")
+    assert hook["pass_filenames"] is False and hook["language"] == "python"
+    argv = hook["entry"].split()
+    assert argv[:3] == ["triage", "fixtures", "check"]
+    fx = tmp_path / "fx"
+    assert add(str(log), "--expect", "cuda-oom", "--dir", str(fx)) == 0
+    assert main([*argv[1:], str(fx)]) == 0
+    exp = fx / "cuda-oom" / "001-nightly-run" / "expected.toml"
+    exp.write_text(exp.read_text().replace('"cuda-oom"', '"nan-loss"', 1))
+    assert main([*argv[1:], str(fx)]) == 1
