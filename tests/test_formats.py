@@ -353,3 +353,9 @@ def test_golden(name: str, render):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_markdown_prose_keeps_code_spans_verbatim():
+    text = markdown.prose("run `cmd 2>&1 | tee train.log` or <b> & more")
+    assert text == "run `cmd 2>&1 | tee train.log` or &lt;b&gt; &amp; more"
+    assert markdown.cell("a | b `x|y`\nnext") == "a \\| b `x\\|y` next"

@@ -9,6 +9,8 @@ log cannot inject Markdown, HTML or @-mentions into the issue.
 
 from __future__ import annotations
 
+import re
+
 from triage import __version__
 from triage.model import Confidence, Diagnosis, Evidence, Report
 from triage.report.common import (
@@ -25,9 +27,24 @@ ROLE_WORDS = {"root-cause": "root cause", "contributing": "contributing",
               "consequence": "consequence"}
 
 
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
 def prose(text: str) -> str:
-    """Rule-authored text (summaries, fixes, notes): keep it from being read as HTML or
-    a table border."""
+    """Rule-authored text (summaries, fixes, notes): keep it from being read as HTML.
+    Code spans the author wrote (`2>&1 | tee`) stay verbatim: entities are not decoded
+    inside code."""
+    out: list[str] = []
+    pos = 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_escape_html(text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_escape_html(text[pos:]))
+    return "".join(out)
+
+
+def _escape_html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
