@@ -56,7 +56,8 @@ def speculative_generate(
         keep = torch.ones_like(anchors, dtype=torch.bool)
         blocks = block_inputs(ids, anchors, cfg.block_size, cfg.mask_token_id)  # [1, B]
         inputs = (feats[:, :start], blocks, anchors, keep)  # context strictly before the anchor
-        d_logits = drafter(*(t.to(ddev) for t in inputs), "sdpa")  # [1, B, V]
+        with torch.autocast(ddev.type, dtype=torch.bfloat16, enabled=ddev.type == "cuda"):
+            d_logits = drafter(*(t.to(ddev) for t in inputs), "sdpa")  # [1, B, V]
         draft = torch.cat([blocks[:, :1], d_logits[:, 1:].argmax(-1).to(dev)], dim=1)  # [1, B]
         # Verify: one target pass over prefix + block; position start+i predicts start+i+1.
         full = torch.cat([ids[:, :start], draft], dim=1)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -17,35 +21,45 @@ from dflash_runtime.train import forward_loss
 
 
 @pytest.fixture(scope="module")
-def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
-    """One 60-step tiny run through the CLI (sdpa), with a checkpoint."""
+def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One 60-step tiny run through the CLI (sdpa), with a checkpoint and its stdout."""
     out = tmp_path_factory.mktemp("train")
-    rc = main(
-        [
-            "train",
-            "--preset",
-            "tiny",
-            "--steps",
-            "60",
-            "--attention",
-            "sdpa",
-            "--seed",
-            "0",
-            "--eval-prompts",
-            "4",
-            "--summary",
-            str(out / "s.json"),
-            "--save",
-            str(out / "ckpt"),
-        ]
-    )
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        rc = main(
+            [
+                "train",
+                "--preset",
+                "tiny",
+                "--steps",
+                "60",
+                "--attention",
+                "sdpa",
+                "--seed",
+                "0",
+                "--eval-prompts",
+                "4",
+                "--summary",
+                str(out / "s.json"),
+                "--save",
+                str(out / "ckpt"),
+            ]
+        )
     assert rc == 0
-    data: dict[str, float] = json.loads((out / "s.json").read_text())
-    data["_dir"] = str(out)  # type: ignore[assignment]  # the checkpoint location, for reuse
-    return data
+    data: dict[str, Any] = json.loads((out / "s.json").read_text())
+    return {**data, "_dir": str(out), "_log": log.getvalue()}
 
 
-def test_summary_has_contract_keys(summary: dict[str, float]) -> None:
+def test_log_lines_are_stable(summary: dict[str, Any]) -> None:
+    lines = summary["_log"].splitlines()
+    assert "Loading 1 target models..." in lines and "Target 0 on cpu..." in lines
+    steps = [ln for ln in lines if ln.startswith("step ")]
+    assert len(steps) == 60
+    assert re.fullmatch(r"step 60 loss \d+\.\d{4} acc \d\.\d{3} tok/s \d+ .*", steps[-1])
+    assert lines[-1].startswith("done steps=60 ")
+
+
+def test_summary_has_contract_keys(summary: dict[str, Any]) -> None:
     for key in (
         "steps",
         "loss_first",
@@ -60,15 +74,15 @@ def test_summary_has_contract_keys(summary: dict[str, float]) -> None:
     assert summary["steps"] == 60 and summary["attention"] == "sdpa" and summary["device"] == "cpu"
 
 
-def test_loss_falls_ten_percent_in_60_steps(summary: dict[str, float]) -> None:
+def test_loss_falls_ten_percent_in_60_steps(summary: dict[str, Any]) -> None:
     assert summary["loss_last"] <= 0.9 * summary["loss_first"]
 
 
-def test_acceptance_after_training_exceeds_untrained(summary: dict[str, float]) -> None:
+def test_acceptance_after_training_exceeds_untrained(summary: dict[str, Any]) -> None:
     assert summary["acceptance_length_after"] > summary["acceptance_length_before"]
 
 
-def test_decode_loads_checkpoint(summary: dict[str, float], tmp_path: Path) -> None:
+def test_decode_loads_checkpoint(summary: dict[str, Any], tmp_path: Path) -> None:
     ckpt = Path(str(summary["_dir"])) / "ckpt"
     rc = main(
         [
