@@ -196,7 +196,7 @@ def test_evidence_snapshot_is_kept_and_redacted(log: Path, tmp_path: Path, capsy
     snap = {"schema": "triage.snapshot/1", "host": "gpu-node-17.lab.internal",
             "python": {"executable": "/home/alice/venv/bin/python", "version": "3.11.7"},
             "packages": {"torch": "2.13.0", "transformers": "5.8.1", "accelerate": "1.13.0"},
-            "env": {"HF_TOKEN": HF}}
+            "env": {"HF_TOKEN": HF}, "cwd": "C:\\Users\\bob\\proj"}
     sp = tmp_path / "snap.json"
     sp.write_text(json.dumps(snap))
     fx = tmp_path / "fx"
@@ -204,12 +204,15 @@ def test_evidence_snapshot_is_kept_and_redacted(log: Path, tmp_path: Path, capsy
                "--dir", str(fx)) == 0
     folder = fx / "cuda-oom" / "001-nightly-run"
     text = (folder / "evidence.json").read_text()
-    for gone in ("alice", "gpu-node-17", HF):
+    for gone in ("alice", "gpu-node-17", HF, "bob"):
         assert gone not in text
     kept = json.loads(text)
     assert kept["packages"] == snap["packages"] and kept["schema"] == "triage.snapshot/1"
     assert kept["python"]["executable"].startswith("/home/<USER_")
     assert main(["fixtures", "check", str(fx)]) == 0
+    # without --redact the snapshot is kept byte for byte
+    assert add(str(log), "--expect", "cuda-oom", "--evidence", str(sp), "--dir", str(fx)) == 0
+    assert (fx / "cuda-oom" / "002-nightly-run" / "evidence.json").read_bytes() == sp.read_bytes()
 
 
 def test_gzip_log_and_whole(log: Path, tmp_path: Path):
