@@ -133,11 +133,14 @@ def _explain(cands: dict[str, _Cand]) -> None:
                 continue  # they explain each other: the earlier one leads
             if a.inferred and not b.inferred:
                 continue  # an inference never demotes a failure the log shows
+            if _weaker_guess(a, b):
+                continue
             b.role, b.explained_by = "consequence", a.rule.id
             break
         if b.role == "root-cause" and b.rule.yields:
             for a in roots:
-                if a is not b and not a.rule.yields and not a.rule.fallback and not a.inferred:
+                if (a is not b and not a.rule.yields and not a.rule.fallback and not a.inferred
+                        and not _weaker_guess(a, b)):
                     b.role, b.explained_by = "consequence", a.rule.id
                     break
     # a warning-level finding next to a real root cause contributes, it does not lead
@@ -146,6 +149,12 @@ def _explain(cands: dict[str, _Cand]) -> None:
     for c in cands.values():
         if c.role == "root-cause" and c.rule.severity == "warning" and has_error_root:
             c.role = "contributing"
+
+
+def _weaker_guess(a: _Cand, b: _Cand) -> bool:
+    """A mere hint (a `possible` clause: a connect retry, a worker's "Received SIGTERM")
+    never demotes a likely or confirmed finding to its consequence."""
+    return a.confidence == Confidence.POSSIBLE and b.confidence > Confidence.POSSIBLE
 
 
 def _score(c: _Cand) -> float:
