@@ -30,6 +30,7 @@ import errno
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -110,6 +111,8 @@ class TmuxPane:
         self.tmux = Tmux(socket)
         self.pane_id = ""
         self.piped = False
+        self._pipe_pid: int | None = None
+        self._pipe_mark = ""
         self._roe_local: str | None = None  # pane-level remain-on-exit before we set it
         self._roe_effective = "off"
         self._roe_set = False
@@ -177,7 +180,11 @@ class TmuxPane:
         gate_dir = Path(tempfile.mkdtemp(prefix="triage-gate-"))
         gate = gate_dir / "gate"
         os.mkfifo(gate, 0o600)
-        cmd = f"exec cat {shlex.quote(str(gate))} - >> {shlex.quote(str(self.capture))}"
+        pidfile = gate_dir / "pid"
+        # the shell records its pid, which `exec` hands to cat: a dead pane's pipe cannot
+        # be closed through tmux ("target pane has exited"), so we may have to stop it
+        cmd = (f"echo $$ > {shlex.quote(str(pidfile))}; "
+               f"exec cat {shlex.quote(str(gate))} - >> {shlex.quote(str(self.capture))}")
         try:
             out = self.tmux.run(
                 "display-message", "-p", "-t", self.pane_id, _INFO, ";",
@@ -201,6 +208,9 @@ class TmuxPane:
             cursor_row = visible[cy] if 0 <= cy < len(visible) else ""
             partial = cx > 0 and bool(cursor_row.strip()) and bool(joined)
             self._feed_gate(gate, joined, partial)
+            with contextlib.suppress(OSError, ValueError):
+                self._pipe_pid = int(pidfile.read_text().strip())
+                self._pipe_mark = str(gate)
             return joined, partial, int(info[7]), int(info[8]), False
         finally:
             shutil.rmtree(gate_dir, ignore_errors=True)
@@ -255,10 +265,8 @@ class TmuxPane:
         status = int(parts[1]) if parts[1].lstrip("-").isdigit() else None
         sig = parts[2] or None
         if sig and sig.isdigit():
-            import signal as _signal
-
             with contextlib.suppress(ValueError):
-                sig = _signal.Signals(int(sig)).name
+                sig = signal.Signals(int(sig)).name
         return PaneStatus(True, dead, status, sig, parts[3])
 
     def final_screen(self) -> list[str]:
@@ -277,9 +285,26 @@ class TmuxPane:
     # -- close --------------------------------------------------------------------
     def stop_pipe(self) -> None:
         """Stop our pipe (only ours: we refused to attach over someone else's)."""
-        if self.piped:
-            self.tmux.run("pipe-pane", "-t", self.pane_id, check=False)
-            self.piped = False
+        if not self.piped:
+            return
+        self.piped = False
+        try:
+            self.tmux.run("pipe-pane", "-t", self.pane_id)
+        except TmuxError:
+            self._kill_pipe()  # a dead (kept) pane: tmux refuses to touch its pipe
+
+    def _kill_pipe(self) -> None:
+        pid = self._pipe_pid
+        if pid is None:
+            return
+        try:
+            # only if that pid is still our cat (its command line names our gate)
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return
+        if self._pipe_mark.encode() in cmdline:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
     def close(self, *, dead: bool | None = None, exit_status: int | None = None) -> None:
         """Stop the pipe, give the pane its remain-on-exit back, and close a dead pane

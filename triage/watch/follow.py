@@ -128,6 +128,11 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> tuple[bytes, list[bytes]]:
         """Return (the complete lines as one blob ending in \\n, the lines without \\n)."""
+        if self._partial_cut and b"\n" in data:
+            # the huge line ends here: it keeps its head and tail, with the marker
+            marker = b" ...[%d bytes cut]... " % self._partial_cut
+            self.partial = self.partial[:HEAD_KEEP] + marker + self.partial[HEAD_KEEP:]
+            self._partial_cut = 0
         buf = self.partial + data if self.partial else data
         cut = buf.rfind(b"\n")
         if cut < 0:

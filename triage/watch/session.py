@@ -46,6 +46,7 @@ SERIES = 120  # points per sparkline
 METRIC_SCAN = 32  # lines at the end of each read that are parsed for metrics and phase
 SETTLE = 0.3  # seconds without new bytes after the pane died before the capture is final
 SETTLE_MAX = 5.0
+SHELL_BACK = 3.0  # seconds the shell must stay in the foreground to mean "run over"
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "-bash", "-zsh"})
 
 
@@ -204,6 +205,7 @@ class WatchSession:
         self._dead: PaneStatus | None = None
         self._quiet_since: float | None = None
         self._first_command: str | None = None
+        self._shell_since: float | None = None
         self._end_reason = "exited"
         self._metric_state = SourceState()
 
@@ -247,9 +249,16 @@ class WatchSession:
             self._dead, self._quiet_since = st, None
             self._end_reason = "exited" if st.exists else "pane-closed"
         elif self._first_command not in SHELLS and st.current_command in SHELLS:
-            # a command started from a shell: its end brings the shell back
-            self._dead, self._quiet_since = st, None
-            self._end_reason = "returned-to-shell"
+            # a command started from a shell: its end brings the shell back for good
+            # (a script's `sh -c 'a; b'` is the foreground only for a moment)
+            now = self.clock()
+            if self._shell_since is None:
+                self._shell_since = now
+            elif now - self._shell_since >= SHELL_BACK:
+                self._dead, self._quiet_since = st, None
+                self._end_reason = "returned-to-shell"
+        else:
+            self._shell_since = None
 
     def stop(self, reason: str = "interrupted") -> list[Event]:
         """End the watch now (the user quit): final triage of what was captured."""

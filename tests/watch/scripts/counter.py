@@ -1,0 +1,19 @@
+"""Write numbered lines as fast as the pty takes them, recording in a shared memory
+map how many `os.write` calls have returned: after a SIGKILL the map still says which
+lines the process had handed to the terminal."""
+
+import mmap
+import os
+import struct
+import sys
+
+path = sys.argv[1]
+with open(path, "wb") as fh:
+    fh.write(b"\0" * 8)
+fd = os.open(path, os.O_RDWR)
+mm = mmap.mmap(fd, 8)
+i = 0
+while True:
+    i += 1
+    os.write(1, b"count %d %s\n" % (i, b"=" * (i % 97)))
+    mm[:8] = struct.pack("<q", i)

@@ -1,0 +1,165 @@
+"""`triage watch --tmux` against a real (private) tmux server."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import struct
+import time
+from pathlib import Path
+
+from tests.watch.conftest import (
+    PY,
+    SCRIPTS,
+    TmuxServer,
+    capture_lines,
+    events_of,
+    start_watch,
+    wait_for,
+)
+
+STEP = re.compile(r"^step (\d+) loss ")
+
+
+def test_fx_run_is_captured_whole_and_diagnosed(tmux: TmuxServer, tmp_path: Path) -> None:
+    cap = tmp_path / "cap.log"
+    tmux.new_session("train", f"{PY} {SCRIPTS / 'fx_steps.py'} 3000")
+    proc = start_watch("--tmux", "train", "--tmux-socket", tmux.socket, "--no-tui",
+                       "--capture", str(cap), "--no-snapshot")
+    events, err, rc = events_of(proc)
+    assert rc == 0, err
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "attached" and events[0]["pane"].startswith("%")
+
+    steps = [int(m.group(1)) for t in capture_lines(cap) if (m := STEP.match(t))]
+    assert sorted(steps) == list(range(1, 3001)), "every step line exactly once"
+    assert steps == sorted(steps), "in order"
+
+    diag = [i for i, e in enumerate(events) if e["event"] == "diagnosis"
+            and e["diagnosis"]["signature"] == "fx-tracing-flag-race"]
+    ended = [i for i, e in enumerate(events) if e["event"] == "ended"]
+    assert diag and ended and diag[0] < ended[0]
+    d = events[diag[0]]["diagnosis"]
+    assert d["confidence"] == "confirmed"
+    assert "symbolically trace" in d["evidence"][0]["text"]
+    end = events[ended[0]]
+    assert end["exit_status"] == 1 and end["capture"] == str(cap)
+    assert end["lines"] == len(cap.read_bytes().splitlines())
+    assert events[-1]["event"] == "report"
+    assert events[-1]["report"]["diagnoses"][0]["signature"] == "fx-tracing-flag-race"
+    assert kinds.count("ended") == 1 and kinds.index("ended") == len(kinds) - 2
+    # the pane died and remain-on-exit was off (tmux's default): it is closed, as tmux
+    # would have done, and the server (whose only session it was) is gone
+    assert "train" not in tmux.run("list-sessions", check=False)
+
+
+def test_killed_pane_keeps_every_printed_line(tmux: TmuxServer, tmp_path: Path) -> None:
+    cap, counter = tmp_path / "cap.log", tmp_path / "count.bin"
+    tmux.run("new-session", "-d", "-s", "keep", "-x", "100", "-y", "20", "sleep 600")
+    tmux.run("new-window", "-d", "-t", "keep:", "-n", "w", f"{PY} {SCRIPTS / 'counter.py'} {counter}")
+    proc = start_watch("--tmux", "keep:w.0", "--tmux-socket", tmux.socket, "--no-tui",
+                       "--capture", str(cap), "--no-snapshot")
+
+    def printed() -> int:
+        data = counter.read_bytes() if counter.exists() else b""
+        return struct.unpack("<q", data[:8])[0] if len(data) >= 8 else 0
+
+    wait_for(lambda: cap.exists() and cap.stat().st_size > 200_000)
+    pid = int(tmux.run("display", "-p", "-t", "keep:w.0", "#{pane_pid}").strip())
+    os.kill(pid, signal.SIGKILL)  # mid-output: the pane dies with bytes in flight
+    events, err, rc = events_of(proc)
+    assert rc == 0, err
+    n = printed()
+    assert n > 1000
+    counts = [int(t.split()[1]) for t in capture_lines(cap) if t.startswith("count ")]
+    first = counts[0]
+    # tmux's scrollback can hold only the window's life so far: the capture starts where
+    # its history starts, and from there every line that write() handed over is there
+    assert first == 1
+    assert counts[:n] == list(range(1, n + 1))
+    assert len(counts) <= n + 1  # at most the line being written when the kill came
+    end = next(e for e in events if e["event"] == "ended")
+    assert end["signal"] == "SIGKILL" and end["exit_status"] == -9
+    # the other window and the user's options are untouched; the dead pane is closed
+    # as tmux would have (remain-on-exit off)
+    assert "sleep" in tmux.run("list-panes", "-a", "-F", "#{pane_current_command}")
+    assert "w" not in tmux.run("list-windows", "-t", "keep", "-F", "#{window_name}").split()
+
+
+def test_user_remain_on_exit_and_pipe_are_respected(tmux: TmuxServer, tmp_path: Path) -> None:
+    cap = tmp_path / "cap.log"
+    tmux.run("new-session", "-d", "-s", "keep", "sleep 600")
+    tmux.run("new-window", "-d", "-t", "keep:", "-n", "w",
+             "printf 'hello\\nlast words'; sleep 1; exit 3")
+    tmux.run("set-option", "-w", "-t", "keep:w", "remain-on-exit", "on")  # the user's choice
+    proc = start_watch("--tmux", "keep:w", "--tmux-socket", tmux.socket, "--no-tui",
+                       "--capture", str(cap), "--no-snapshot")
+    events, err, rc = events_of(proc)
+    assert rc == 0, err
+    assert capture_lines(cap)[-2:] == ["hello", "last words"]
+    end = next(e for e in events if e["event"] == "ended")
+    assert end["exit_status"] == 3
+    # the pane-level option we set is gone again, the window's stays; the pane stays
+    # dead and visible because that is what the user's setting does
+    assert tmux.run("show-options", "-p", "-q", "-v", "-t", "keep:w", "remain-on-exit").strip() == ""
+    assert tmux.run("show-options", "-w", "-v", "-t", "keep:w", "remain-on-exit").strip() == "on"
+    assert tmux.run("display", "-p", "-t", "keep:w", "#{pane_dead}").strip() == "1"
+    # tmux will not close a dead pane's pipe; the watcher stopped the pipe's process
+    assert not _pipe_processes(cap)
+
+
+def _pipe_processes(cap: Path, wait: float = 2.0) -> list[int]:
+    """Processes that hold the capture file open (the pipe's cat writes to it)."""
+    deadline = time.monotonic() + wait
+    while True:
+        out = []
+        for p in Path("/proc").glob("[0-9]*/fd/*"):
+            try:
+                if os.readlink(p) == str(cap):
+                    out.append(int(p.parts[2]))
+            except OSError:
+                continue
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.05)
+
+
+def test_refuses_a_pane_that_already_has_a_pipe(tmux: TmuxServer, tmp_path: Path) -> None:
+    tmux.new_session("p", "sleep 600")
+    tmux.run("pipe-pane", "-t", "p", f"cat >> {tmp_path / 'theirs.log'}")
+    proc = start_watch("--tmux", "p", "--tmux-socket", tmux.socket, "--no-tui", "--no-snapshot",
+                       "--capture", str(tmp_path / "cap.log"))
+    events, err, rc = events_of(proc, timeout=30)
+    assert rc == 2 and events == []
+    assert err.count("\n") == 1 and "already has a pipe-pane" in err
+    assert tmux.run("display", "-p", "-t", "p", "#{pane_pipe}").strip() == "1"  # theirs, kept
+
+
+def test_missing_target_is_a_one_line_error(tmux: TmuxServer, tmp_path: Path) -> None:
+    tmux.new_session("p", "sleep 600")
+    proc = start_watch("--tmux", "nope", "--tmux-socket", tmux.socket, "--no-tui",
+                       "--no-snapshot", "--capture", str(tmp_path / "cap.log"))
+    events, err, rc = events_of(proc, timeout=30)
+    assert rc == 2 and events == [] and "Traceback" not in err
+    assert "nope" in err and err.count("\n") == 1
+
+
+def test_interrupt_stops_the_pipe_and_restores_options(tmux: TmuxServer, tmp_path: Path) -> None:
+    cap = tmp_path / "cap.log"
+    tmux.new_session("live", f"{PY} -c \"import time\nfor i in range(10**6): print('step', i, 'loss 1.0', flush=True); time.sleep(0.01)\"")
+    proc = start_watch("--tmux", "live", "--tmux-socket", tmux.socket, "--no-tui",
+                       "--no-snapshot", "--capture", str(cap))
+    wait_for(lambda: cap.exists() and cap.stat().st_size > 500)
+    assert tmux.run("display", "-p", "-t", "live", "#{pane_pipe}").strip() == "1"
+    assert tmux.run("show-options", "-p", "-v", "-t", "live", "remain-on-exit").strip() == "on"
+    proc.send_signal(signal.SIGTERM)
+    events, err, rc = events_of(proc)
+    assert rc == 0, err
+    end = next(e for e in events if e["event"] == "ended")
+    assert end["reason"] == "interrupted"
+    assert tmux.run("display", "-p", "-t", "live", "#{pane_pipe} #{pane_dead}").split() == ["0", "0"]
+    assert tmux.run("show-options", "-p", "-q", "-v", "-t", "live", "remain-on-exit").strip() == ""
+    size = cap.stat().st_size
+    time.sleep(0.3)
+    assert cap.stat().st_size == size  # nothing appends to the capture any more
