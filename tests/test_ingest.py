@@ -119,3 +119,14 @@ def test_missing_and_empty_folder(tmp_path: Path):
 def test_invalid_utf8_and_nul():
     out = [p.text for p in normalize(b"bad \xff\xfe byte \x00 here", SourceState())]
     assert out == ["bad \ufffd\ufffd byte  here"]
+
+
+def test_damaged_gzip_keeps_the_unfinished_last_line(tmp_path: Path):
+    body = b"step 1 loss 2.0\n" * 10 + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"
+    blob = gzip.compress(body)
+    p = tmp_path / "c.log.gz"
+    p.write_bytes(blob[:-8])  # the trailer (CRC, size) is cut: the data itself is complete
+    ing = Ingest([str(p)])
+    texts = [x.text for x in ing]
+    assert texts[-1].startswith("torch.OutOfMemoryError")
+    assert ing.sources[0].truncated

@@ -8,7 +8,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from triage.ingest.normalize import SourceState, normalize
-from triage.ingest.reader import RawLine, TruncatedInput, expand_paths, iter_raw, open_binary, read_chunks
+from triage.ingest.reader import (
+    RawLine,
+    TruncatedInput,
+    expand_paths,
+    iter_raw,
+    open_binary,
+    read_chunks,
+    until_damaged,
+)
 from triage.ingest.scan import Gap, LiteralScanner, windows
 from triage.model import Line, SourceInfo
 
@@ -89,10 +97,14 @@ class Ingest:
             yield from iter_raw(path)
             return
         fh = open_binary(path)
+        damage: list[TruncatedInput] = []
         try:
-            yield from windows(self._progress(read_chunks(fh, path)), self.scanner)
+            yield from windows(self._progress(until_damaged(read_chunks(fh, path), damage)),
+                               self.scanner)
         finally:
             fh.close()
+        if damage:
+            raise damage[0]
 
     def _progress(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         for chunk in chunks:

@@ -179,11 +179,22 @@ def _join(head: bytearray, tail: bytearray, cut: int) -> bytes:
 
 def iter_raw(path: str) -> Iterator[RawLine]:
     fh = open_binary(path)
+    damage: list[TruncatedInput] = []
     try:
-        yield from split_lines(read_chunks(fh, path))
+        yield from split_lines(until_damaged(read_chunks(fh, path), damage))
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
+    if damage:
+        raise damage[0]  # after the last, unfinished line was yielded: it is often the evidence
+
+
+def until_damaged(chunks: Iterator[bytes], damage: list[TruncatedInput]) -> Iterator[bytes]:
+    """End the data at a damaged compressed stream, remembering why."""
+    try:
+        yield from chunks
+    except TruncatedInput as e:
+        damage.append(e)
 
 
 def read_text_sample(path: str, limit: int = 4096) -> str:
