@@ -66,14 +66,14 @@ def main() -> int:
     size = log.stat().st_size / (1 << 20)
     triage = [sys.executable, "-m", "triage"]
     pats = Path(tempfile.gettempdir()) / "triage-patterns.txt"
-    pats.write_text(subprocess.run(triage + ["rules", "export", "--grep"], capture_output=True,
+    pats.write_text(subprocess.run([*triage, "rules", "export", "--grep"], capture_output=True,
                                    text=True, check=True).stdout)
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm page cache
     rows = []
     cmds = {"grep -E -f": ["grep", "-E", "-c", "-f", str(pats), str(log)],
-            "triage logs": triage + ["logs", str(log), "--format", "json"]}
+            "triage logs": [*triage, "logs", str(log), "--format", "json"]}
     if args.tail:
-        cmds["triage logs --quick"] = triage + ["logs", str(log), "--quick", "--format", "json"]
+        cmds["triage logs --quick"] = [*triage, "logs", str(log), "--quick", "--format", "json"]
     for name, cmd in cmds.items():
         best = min((timed(cmd) for _ in range(args.repeat)), key=lambda x: x[0])
         rows.append((name, *best))

@@ -8,12 +8,13 @@ stdout is data; errors are one line on stderr. Exit codes: 0 ran, 1 --fail-on re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from triage import __version__
 from triage.errors import ExitCode, TriageError
@@ -133,10 +134,8 @@ class _progress:
 
         total = 0
         for p in args.paths:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(p) if os.path.isfile(p) else 0
-            except OSError:
-                pass
         if total >= PROGRESS_MIN_BYTES:
             from rich.progress import Progress
 

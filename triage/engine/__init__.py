@@ -160,7 +160,8 @@ SUMMARY_FACTS = (
     ("python", "python.executable"), ("python version", "python.version"),
     ("torch", "package.torch"), ("torch CUDA", "torch.cuda"), ("transformers", "package.transformers"),
     ("accelerate", "package.accelerate"), ("driver", "driver.version"),
-    ("driver CUDA", "driver.cuda"), ("GPUs", "gpu.count"), ("GPU memory used (MiB)", "gpu.all.memory_used_mib"),
+    ("driver CUDA", "driver.cuda"), ("GPUs", "gpu.count"),
+    ("GPU memory used (MiB)", "gpu.all.memory_used_mib"),
     ("inductor cache entries", "inductor_cache.entries"), ("kernel Xid codes", "kernel.xid"),
     ("kernel OOM killer", "kernel.oom_killer"),
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
-from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
+from triage.model import EndState, Event, Evidence, ExceptionInfo, Finding, Line
 
 MAX_FINDINGS_PER_RULE = 200
 CONTEXT = 2

@@ -247,7 +247,8 @@ def _literals(m: dict[str, Any], p: str, key: str) -> list[str]:
     lit = m.get("literal")
     lits = [lit] if isinstance(lit, str) else lit
     if not isinstance(lits, list) or not lits or not all(isinstance(x, str) for x in lits):
-        raise RuleError(p, f"{key}.literal", "required: a selective literal (or a list) the text must contain")
+        raise RuleError(p, f"{key}.literal",
+                        "required: a selective literal (or a list) the text must contain")
     for x in lits:
         if len(x) < 4:
             raise RuleError(p, f"{key}.literal", f"{x!r} is too short to be selective (>= 4 chars)")

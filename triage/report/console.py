@@ -59,7 +59,7 @@ def _header(r: Report) -> Text:
 def _ranges(ranks: tuple[int, ...]) -> str:
     out: list[str] = []
     start = prev = ranks[0]
-    for r in ranks[1:] + (None,):  # type: ignore[operator]
+    for r in (*ranks[1:], None):
         if r is not None and r == prev + 1:
             prev = r
             continue

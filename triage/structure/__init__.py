@@ -3,6 +3,8 @@ the end state, read from a stream of `Line`s (one pass, bounded state)."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
 import re
 import signal as _signal
@@ -108,7 +110,7 @@ class Structurer:
     def _traceback(self, line: Line, text: str) -> None:
         s = self._stream(line)
         stripped = text.strip()
-        if stripped.startswith(T.TRACEBACK_START) or stripped == "Original Traceback (most recent call last):":
+        if stripped.startswith((T.TRACEBACK_START, "Original Traceback (most recent call last):")):
             self._close_tb(s)
             chained = s.pending_chain
             s.chain_index = s.chain_index + 1 if chained else 0
@@ -280,10 +282,8 @@ class Structurer:
         if "/s" in text or "per_s" in text:
             mt = T.TOKS_RE.search(text)
             if mt:
-                try:
+                with contextlib.suppress(ValueError):
                     self._m["toks_last"] = float(mt.group(1))
-                except ValueError:
-                    pass
 
     # -- finishing -----------------------------------------------------------------
     def finish(self, sources: list[SourceInfo]) -> Structure:
@@ -305,7 +305,7 @@ class Structurer:
         measured in the run's own step interval (needs timestamps on the lines)."""
         if len(step_times) < 5 or self._last_ts is None:
             return
-        gaps = sorted(b - a for a, b in zip(step_times, step_times[1:], strict=False) if b >= a)
+        gaps = sorted(b - a for a, b in itertools.pairwise(step_times) if b >= a)
         if not gaps:
             return
         median = max(gaps[len(gaps) // 2], 1e-3)

@@ -73,7 +73,8 @@ WHAT_RE = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)")
 
 CHILD_EXIT_RE = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
-TORCHRUN_FIELD_RE = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<val>.*)$")
+TORCHRUN_FIELD_RE = re.compile(
+    r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<val>.*)$")
 
 # Literals that make a line worth structuring on the fast path (triage.ingest.scan):
 # the windows around them keep tracebacks, C++ traces and torchrun reports whole.
