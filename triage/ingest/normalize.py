@@ -145,7 +145,7 @@ class _Groups:
 def _combine(rows: list[tuple[str, re.Pattern[str], Handler]]) -> re.Pattern[str]:
     parts = []
     for i, (_name, rx, _h) in enumerate(rows):
-        body = re.sub(r"\(\?P<(\w+)>", lambda m, i=i: f"(?P<g{i}_{m.group(1)}>", rx.pattern)
+        body = re.sub(r"\(\?P<(\w+)>", rf"(?P<g{i}_\1>", rx.pattern)
         parts.append(f"(?P<r{i}>{body})")
     return re.compile("|".join(parts))
 
