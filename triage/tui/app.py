@@ -145,6 +145,7 @@ class WatchApp(App[int]):
     def on_mount(self) -> None:
         self.query_one("#search", Input).display = False
         self.query_one("#search", Input).cursor_blink = False
+        self.query_one(LogPane).focus()  # keys go to the app, not to the hidden search box
         self.query_one(DiagnosesPanel).update(diagnoses_text([]))
         self.query_one(GpuPanel).update(gpu_text(None))
         self.handle_events(self.session.start())
@@ -153,6 +154,8 @@ class WatchApp(App[int]):
             self.set_interval(self.poll_interval, self._tick)
             self.set_interval(self.gpu_interval, self._sample_gpus)
             self._sample_gpus()
+        else:
+            self.show_gpus(self.session.gpu_sample())
 
     # -- polling ------------------------------------------------------------------
     def _tick(self) -> None:
@@ -320,6 +323,7 @@ class WatchApp(App[int]):
         box = self.query_one("#search", Input)
         box.display = False
         self.search_at = None
+        self.query_one(LogPane).focus()
         self.query_one(LogPane).follow()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

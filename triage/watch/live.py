@@ -35,6 +35,7 @@ AFTER = 60  # lines after: a traceback's frames and message, a torchrun report's
 
 # What the structure stage needs to see to build exceptions and events (the core's
 # table when it has one).
+_STRUCT: tuple[str, ...]
 try:
     from triage.structure.tables import STRUCTURE_LITERALS as _STRUCT
 except ImportError:  # an older core

@@ -1,0 +1,126 @@
+"""The textual screen, driven by Pilot on a fixed-size terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tests.watch.conftest import SCRIPTS
+from triage.tui.app import EvidenceScreen, WatchApp
+from triage.tui.widgets import LogPane
+from triage.watch.gpu import GpuSample
+from triage.watch.session import FileSource, WatchSession
+
+GOLDEN = Path(__file__).parent / "golden" / "tui.txt"
+
+
+class NoGpus:
+    """A fixed GPU answer, so the screen does not depend on the test machine."""
+
+    def sample(self) -> GpuSample:
+        return GpuSample(unknown="NVML not available (test)")
+
+
+def fx_run(tmp_path: Path, steps: int = 300) -> Path:
+    """The real output of scripts/fx_steps.py: step lines, then the FX RuntimeError."""
+    p = subprocess.run([sys.executable, str(SCRIPTS / "fx_steps.py"), str(steps)],
+                       capture_output=True, timeout=60, check=False)
+    log = tmp_path / "train.log"
+    # the traceback's file paths name the checkout; make them stable for the snapshot
+    log.write_bytes((p.stdout + p.stderr).replace(str(SCRIPTS).encode(), b"/scripts"))
+    return log
+
+
+def make_app(log: Path) -> WatchApp:
+    session = WatchSession(FileSource(log), snapshot=False, gpus=NoGpus(),  # type: ignore[arg-type]
+                           clock=lambda: 100.0, report_interval=0)
+    return WatchApp(session, clock=lambda: 100.0, clock_text=False, timers=False)
+
+
+def screen_text(app: WatchApp) -> str:
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(s.text.rstrip() for s in strips)
+
+
+def test_tui_shows_the_run_and_its_diagnosis(tmp_path: Path) -> None:
+    asyncio.run(_test_tui_shows_the_run_and_its_diagnosis(tmp_path))
+
+
+async def _test_tui_shows_the_run_and_its_diagnosis(tmp_path: Path) -> None:
+    app = make_app(fx_run(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.poll_now()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "fx-tracing-flag-race" in text and "confirmed" in text
+        assert "diagnosis: fx-tracing-flag-race" in text  # the alert
+        assert "step 300" in text  # run panel / status line
+        assert "N/A" in text  # GPU panel without NVML
+        footer = text.splitlines()[-1]
+        for key in ("q quit", "/ search", "e evidence", "s snapshot", "r re-triage"):
+            assert key in footer
+        log = app.query_one(LogPane)
+        matched = [ln for ln, t in log.rows if ln and "symbolically trace" in t]
+        assert matched
+        # e: jump to the evidence line, which is in the tail
+        await pilot.press("e")
+        await pilot.pause()
+        assert log.auto_scroll is False
+        # / search, then enter: the log scrolls to the last line holding the text
+        await pilot.press("slash")
+        await pilot.press(*"step 150 ")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.search_at is not None and "step 150 " in dict(
+            (ln, t) for ln, t in log.rows if ln)[app.search_at] + " "
+        await pilot.press("escape")
+        await pilot.pause()
+        assert log.auto_scroll is True
+
+
+def test_evidence_outside_the_tail_opens_the_evidence_view(tmp_path: Path) -> None:
+    asyncio.run(_test_evidence_outside_the_tail_opens_the_evidence_view(tmp_path))
+
+
+async def _test_evidence_outside_the_tail_opens_the_evidence_view(tmp_path: Path) -> None:
+    app = make_app(fx_run(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.poll_now()
+        await pilot.pause()
+        app.query_one(LogPane).rows.clear()  # as if the line had scrolled out of the tail
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, EvidenceScreen)
+        assert "symbolically trace" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, EvidenceScreen)
+
+
+def test_tui_screen_snapshot(tmp_path: Path) -> None:
+    asyncio.run(_test_tui_screen_snapshot(tmp_path))
+
+
+async def _test_tui_screen_snapshot(tmp_path: Path) -> None:
+    """The whole screen as text, fixed size, no clock and no cursor: it must not change
+    unless the layout is meant to (TRIAGE_UPDATE_GOLDEN=1 rewrites the golden file)."""
+    app = make_app(fx_run(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.poll_now()
+        await pilot.pause()
+        first = screen_text(app)
+        app.poll_now()  # nothing new: the same screen
+        await pilot.pause()
+        assert screen_text(app) == first
+    text = first.replace(str(tmp_path), "<tmp>")
+    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text + "\n")
+    assert text + "\n" == GOLDEN.read_text()
