@@ -12,6 +12,7 @@ interpreter, when triage.evidence can take one) goes through `triage.engine.anal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -56,6 +57,8 @@ class Outcome:
     peak_rss_mib: float | None = None
     skipped: str | None = None
     snapshot: str | None = None  # "taken", or why not
+    stalled_rank: int | None = None  # scenarios where one rank stalls: which one
+    stalled_rank_named: bool | None = None  # does the top diagnosis name it?
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     report: Any = None  # the triage Report (not serialised)
@@ -170,10 +173,8 @@ def _pump(src: IO[bytes], sink: IO[bytes]) -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
@@ -205,10 +206,8 @@ def run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Pa
                     peak = max(peak, rss)
                     if rss > rss_limit_mib:
                         killed_by = "memory-watchdog"
-                        try:
+                        with contextlib.suppress(ProcessLookupError):
                             os.kill(biggest, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
                         rss_limit_mib = None  # one kill, as the OOM killer; then let it end
                 time.sleep(POLL_S)
             try:
@@ -326,8 +325,13 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
     if sc.shell:
         # As a job in a shell script: bash reports a job killed by a signal
         # ("run.sh: line 2: PID Killed ...") on its stderr, which is in the log.
-        script = ctx.workdir / "run.sh"
-        script.write_text("set +e\n" + shlex.join(argv) + "\nexit $?\n", encoding="utf-8")
+        # The interpreter's folder goes first on PATH, as `source venv/bin/activate` does,
+        # and the job names it as `python3 ...`, as job scripts usually do.
+        py = Path(argv[0])
+        body = [f"export PATH={shlex.quote(str(py.parent))}:\"$PATH\"",
+                shlex.join([py.name, *argv[1:]]) if py.is_absolute() else shlex.join(argv),
+                "exit $?"]
+        (ctx.workdir / "run.sh").write_text("\n".join(body) + "\n", encoding="utf-8")
         argv = ["bash", "run.sh"]
     rss = sc.rss_limit_mib(ctx) if sc.rss_limit_mib else None
     if rss is not None and not memory_watch_supported():
@@ -367,12 +371,32 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
     out.diagnosed = [d.signature for d in report.diagnoses]
     roots = [d.signature for d in report.diagnoses if d.role == "root-cause"]
     out.top = roots[0] if roots else (out.diagnosed[0] if out.diagnosed else None)
+    stalled = getattr(sc.module, "STALLED_RANK", None)
+    if stalled is not None and not ctx.fix:
+        out.stalled_rank = stalled
+        out.stalled_rank_named = names_rank(report, stalled)
+        if not out.stalled_rank_named:
+            out.notes.append(f"triage does not name the stalled rank ({stalled}): its top "
+                             "diagnosis points only at the ranks that timed out")
     if ctx.fix:
         # Fixed: the run completed, the failure did not happen, and triage agrees.
         out.fixed = run.ok and not out.reproduced and sc.expected not in out.diagnosed
         out.ok = out.fixed
     else:
         out.ok = bool(out.reproduced) and out.top == sc.expected
+
+
+def names_rank(report: Any, rank: int) -> bool:
+    """The top diagnosis cites evidence on `rank`, or the report says "rank N" in words."""
+    import re
+
+    if not report.diagnoses:
+        return False
+    top = report.diagnoses[0]
+    if any(e.rank == rank for e in top.evidence):
+        return True
+    words = re.compile(rf"\brank {rank}\b", re.IGNORECASE)
+    return any(words.search(t) for t in (top.summary, *report.notes))
 
 
 def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Path | None:

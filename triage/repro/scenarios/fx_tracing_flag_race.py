@@ -65,8 +65,14 @@ def main(fix: bool) -> int:
     import torch
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
+    def say(text: str) -> None:
+        # One write per line: print() writes text and newline separately, and the
+        # threads' lines would interleave.
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}; {DRAFTERS} drafter threads; fix={fix}", flush=True)
+    say(f"torch {torch.__version__}; {DRAFTERS} drafter threads; fix={fix}")
 
     def causal(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
         return q >= kv
@@ -92,9 +98,9 @@ def main(fix: bool) -> int:
             return x * 2
 
     def fx_trace(who: str) -> None:
-        print(f"{who}: torch.fx.symbolic_trace(MaskPrep)...", flush=True)
+        say(f"{who}: torch.fx.symbolic_trace(MaskPrep)...")
         gm = torch.fx.symbolic_trace(MaskPrep())
-        print(f"{who}: traced {len(list(gm.graph.nodes))} nodes", flush=True)
+        say(f"{who}: traced {len(list(gm.graph.nodes))} nodes")
 
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -102,7 +108,7 @@ def main(fix: bool) -> int:
     def drafter(j: int) -> None:
         try:
             if not fix:
-                print(f"Compiling flex_attention... (drafter {j}, in its thread)", flush=True)
+                say(f"Compiling flex_attention... (drafter {j}, in its thread)")
             out = flex(q, k, v, block_mask=block_mask)  # compiles here without the fix
             warm[j].set()
             if not fix and j == 0:
@@ -118,7 +124,7 @@ def main(fix: bool) -> int:
                 out = flex(q, k, v, block_mask=block_mask)
                 if step == 1:
                     called[j].set()
-                print(f"drafter {j} step {step} out {float(out.abs().mean()):.4f}", flush=True)
+                say(f"drafter {j} step {step} out {float(out.abs().mean()):.4f}")
         except BaseException as e:  # re-raised by the main thread, with this traceback
             errors.append(e)
             stop.set()
@@ -128,13 +134,13 @@ def main(fix: bool) -> int:
 
     t0 = time.perf_counter()
     if fix:
-        print("Compiling flex_attention...", flush=True)
+        say("Compiling flex_attention...")
         flex(q, k, v, block_mask=block_mask)
-        print(f"Compiled flex_attention in {time.perf_counter() - t0:.1f}s", flush=True)
+        say(f"Compiled flex_attention in {time.perf_counter() - t0:.1f}s")
         fx_trace("main")
     threads = [threading.Thread(target=drafter, args=(j,), name=f"drafter-{j}")
                for j in range(DRAFTERS)]
-    print(f"Starting {DRAFTERS} drafter threads...", flush=True)
+    say(f"Starting {DRAFTERS} drafter threads...")
     workers_running.set()
     for t in threads:
         t.start()
@@ -142,8 +148,8 @@ def main(fix: bool) -> int:
         t.join()
     if errors:
         raise errors[0]
-    print(f"done: {DRAFTERS} drafters x {CALLS} compiled calls in "
-          f"{time.perf_counter() - t0:.1f}s", flush=True)
+    say(f"done: {DRAFTERS} drafters x {CALLS} compiled calls in "
+          f"{time.perf_counter() - t0:.1f}s")
     return 0
 
 
