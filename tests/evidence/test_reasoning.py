@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _evidence_data import FIXTURES, SNAPSHOTS, snapshot
 
 RANK = {"possible": 1, "likely": 2, "confirmed": 3}

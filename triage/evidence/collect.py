@@ -334,7 +334,7 @@ def _device(nv: Any, q: _Q, i: int) -> dict[str, Any]:
     d["pci_bus_id"] = _text(getattr(pci, "busId", None)) if not _is_unknown(pci) else pci
     cc = q("nvmlDeviceGetCudaComputeCapability", h)
     d["cuda_capability"] = f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else cc
-    mem = unknown("no memory info")
+    mem: Any = unknown("no memory info")
     if hasattr(nv, "nvmlMemory_v2"):  # v2 reports driver-reserved memory apart from "used"
         mem = q("nvmlDeviceGetMemoryInfo", h, version=nv.nvmlMemory_v2)
     if _is_unknown(mem):

@@ -90,10 +90,10 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     devices = g.get("devices")
     if why is not None or not isinstance(devices, list):
         u = why or Unknown("no GPU list")
-        for k in ("gpu.count", "gpu.all.memory_used_mib", "gpu.any.memory_used_mib",
+        for key in ("gpu.count", "gpu.all.memory_used_mib", "gpu.any.memory_used_mib",
                   "gpu.all.utilization_pct", "gpu.any.utilization_pct",
                   "gpu.any.ecc_uncorrected", "driver.version", "driver.cuda"):
-            f[k] = u
+            f[key] = u
     else:
         f["gpu.count"] = len(devices)
         f["driver.version"] = _val(g.get("driver_version", Unknown("not recorded")))
@@ -279,10 +279,10 @@ def _derived(snap: dict[str, Any], f: dict[str, Any]) -> None:
     kills = _val(cg.get("oom_kill")) if isinstance(cg, dict) else Unknown("cgroup not recorded")
     f["cgroup.oom_kill"] = kills if kills is not None else Unknown("not recorded")
 
-    tm, why = _section(snap, "tmux")
+    tm, tm_why = _section(snap, "tmux")
     for key in ("pane_dead", "pane_dead_status", "pane_dead_signal", "pane_pid", "history_size",
                 "pane_pipe", "remain_on_exit"):
-        f[f"tmux.{key}"] = _val(tm.get(key, why or Unknown("not recorded")))
+        f[f"tmux.{key}"] = _val(tm.get(key, tm_why or Unknown("not recorded")))
     probe = snap.get("probe")
     f["probe.complete"] = (bool(probe.get("complete")) if isinstance(probe, dict)
                            else Unknown("no probe recorded"))

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (kernel and driver messages are quoted whole)
 """Compose the GPU-state snapshots in this folder (`python compose.py` rewrites them).
 
 No GPU machine was available when these were made, so they are composed, not
