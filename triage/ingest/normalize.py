@@ -122,6 +122,8 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("level-bracket", re.compile(r"\[\s*" + _LEVEL + r"\s*\]\s*"), _drop),
     ("level-word", re.compile(_LEVEL + r"(?:\s*[:|]\s*|\s+-\s+)(?=\S)"), _drop),
     ("logger-name", re.compile(r"[\w.]+\.py:\d+\]\s"), _drop),
+    # a terminal's echo of Ctrl-C glued before the traceback it caused
+    ("ctrl-c-echo", re.compile(r"(?:\^C)+(?=\S)"), _drop),
     # log viewers and pastes: "  123 | text", "L123: "
     ("viewer-lineno", re.compile(r"\s{0,6}\d{1,7}\s*[|│]\s?"), _drop),
     ("gh-lineno", re.compile(r"L?\d{1,7}:\s"), _drop),

@@ -80,7 +80,7 @@ class Structurer:
     # -- feeding -------------------------------------------------------------------
     def feed(self, line: Line) -> None:
         text = line.text
-        if line.ts is not None and (self._last_ts is None or line.ts >= self._last_ts[0]):
+        if line.ts is not None:
             self._last_ts = (line.ts, line)
         tail = self._tails.setdefault(line.source, deque(maxlen=TAIL_LINES))
         if text.strip():
@@ -310,6 +310,8 @@ class Structurer:
             return
         median = max(gaps[len(gaps) // 2], 1e-3)
         silent = self._last_ts[0] - step_times[-1]
+        if silent > 366 * 86400:
+            return  # a year-less clock (glog) against a dated one: not comparable
         if silent >= max(STALL_FACTOR * median, STALL_MIN_S):
             line = self._last_ts[1]
             self.out.events.append(Event("stall", line, {
