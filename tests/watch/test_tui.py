@@ -124,3 +124,32 @@ async def _test_tui_screen_snapshot(tmp_path: Path) -> None:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(text + "\n")
     assert text + "\n" == GOLDEN.read_text()
+
+
+def test_tui_on_the_tmux_run(tmux, tmp_path: Path) -> None:
+    """The acceptance run (3000 steps, then the FX error) watched through the TUI."""
+    asyncio.run(_tui_on_the_tmux_run(tmux, tmp_path))
+
+
+async def _tui_on_the_tmux_run(tmux, tmp_path: Path) -> None:
+    import time
+
+    from tests.watch.conftest import PY
+    from triage.watch.session import TmuxSource
+
+    tmux.new_session("train", f"{PY} {SCRIPTS / 'fx_steps.py'} 3000")
+    source = TmuxSource("train", tmp_path / "cap.log", socket=tmux.socket)
+    session = WatchSession(source, snapshot=False, gpus=NoGpus())  # type: ignore[arg-type]
+    app = WatchApp(session, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while not session.done and time.monotonic() < deadline:
+            app.poll_now()
+            await pilot.pause(0.1)
+        await pilot.pause()
+        text = screen_text(app)
+        assert session.done
+        assert "fx-tracing-flag-race" in text and "confirmed" in text
+        assert "ended: exit 1" in text.splitlines()[0]
+        assert "run ended: exit status 1" in text
+        assert "pane %" in text.splitlines()[0]
