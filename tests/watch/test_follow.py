@@ -81,3 +81,44 @@ def test_missing_tail_aligns_on_the_last_lines() -> None:
     # repeated lines: the latest place where our tail occurs wins
     rep = ["x", "x", "x", "y"]
     assert missing_tail(rep, ["x", "x", "x"]) == ["y"]
+
+
+def test_gpu_sampler_reads_nvml_values_and_never_raises(monkeypatch) -> None:
+    """The NVML adapter with a stand-in pynvml module (no GPU on CI): values are read
+    per device, a field that errors is N/A for that field only, and the panel shows them."""
+    import sys
+    import types
+
+    from triage.tui.widgets import gpu_text
+    from triage.watch.gpu import GpuSampler
+
+    class Err(Exception):
+        pass
+
+    nv = types.ModuleType("pynvml")
+    nv.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetCount = lambda: 2  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetName = lambda h: b"NVIDIA H200"  # type: ignore[attr-defined]
+
+    def mem(h: int) -> object:
+        if h == 1:
+            raise Err("not supported")
+        return types.SimpleNamespace(used=72 << 30, total=141 << 30)
+
+    nv.nvmlDeviceGetMemoryInfo = mem  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=98)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    s = GpuSampler().sample()
+    assert s.unknown is None and s.busy is True
+    assert (s.devices[0].memory_used_mib, s.devices[0].memory_total_mib) == (72 * 1024, 141 * 1024)
+    assert s.devices[1].memory_used_mib is None and s.devices[1].utilization_pct == 98
+    text = gpu_text(s).plain
+    assert " 72.0/141G" in text and "98%" in text and "N/A" in text
+
+    def broken() -> None:
+        raise Err("NVML Shared Library Not Found")
+
+    nv.nvmlInit = broken  # type: ignore[attr-defined]
+    s2 = GpuSampler().sample()
+    assert s2.devices == () and "Library Not Found" in (s2.unknown or "") and s2.busy is None

@@ -407,6 +407,6 @@ def run_app(session: WatchSession, *, poll: float = 0.2, on_diagnosis: str | Non
         code = app.run()
     finally:
         app.finish()
-    if session.source.capture.exists():
+    if session.source.mode == "tmux" and session.source.capture.exists():
         print(f"triage: capture kept at {session.source.capture}")
     return int(code or 0)
