@@ -148,6 +148,14 @@ QUIET: list[tuple[str, str]] = [
      "step 1 loss 2.0\nTraining completed.\n"),
     ("shm-df", "Filesystem      Size  Used Avail Use% Mounted on\nshm              16G  1.1G   15G   7% "
      "/dev/shm\nstep 1 loss 2.0\nTraining completed.\n"),
+    ("bnb-cpu-warning", "/venv/lib/python3.10/site-packages/bitsandbytes/cextension.py:34: UserWarning: The "
+     "installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+     "multiplication, and GPU quantization are unavailable.\n  warn(\"The installed version of bitsandbytes "
+     "was compiled without GPU support. \"\nstep 1 loss 2.0\nTraining completed.\n"),
+    ("xformers-warning", "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+     "    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu121)\n    Python  3.10.13 (you have 3.10.13)\n"
+     "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n"
+     "step 1 loss 2.0\nTraining completed.\n"),
     ("weights-only-flag", "torch.load(path, weights_only=True)  # safer default since 2.6\nstep 1 loss 2.0\n"
      "Training completed.\n"),
 ]
