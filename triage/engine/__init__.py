@@ -62,7 +62,9 @@ class Analysis:
         facts.update(log_facts(st, sources))
         findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts)
         diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
-        all_notes = list(notes) + _notes(st, facts, sources, bool(diags))
+        logged = any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")
+                     for d in diags for e in d.evidence)
+        all_notes = list(notes) + _notes(st, facts, sources, logged)
         ranks = sorted({r for s in sources for r in s.ranks})
         metrics = {k: v for k, v in st.metrics.items() if k not in ("losses", "step_times")}
         last, root = _errors(st)
@@ -200,7 +202,7 @@ def log_facts(st: Structure, sources: list[SourceInfo]) -> dict[str, Any]:
 
 
 def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
-           has_diag: bool) -> list[str]:
+           logged_error: bool) -> list[str]:
     notes: list[str] = []
     end = st.end_state
     if end.kind == "cut-mid-line":
@@ -208,7 +210,7 @@ def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
         notes.append(f"The log is cut off mid-line at {end.source}:{end.line} "
                      f"({end.last_text[-60:]!r}){where}: the writer stopped without finishing "
                      "the line.")
-    if end.truncated and not any(e.has_traceback for e in st.exceptions):
+    if end.truncated and not logged_error and not any(e.has_traceback for e in st.exceptions):
         notes.append("No traceback or error message is in the log: stderr was probably not "
                      "captured, or the process was killed. Next time run with "
                      "`... 2>&1 | tee train.log`, or under `triage watch --tmux SESSION`, "

@@ -123,12 +123,25 @@ class Matcher:
                 elif c.kind == "end":
                     self._end(c, end, facts)
                 elif c.kind == "fact" and end.kind != "clean-exit" and all_hold(c.when, facts):
-                    names = ", ".join(str(p) for p in c.when)
+                    names = ", ".join(f"{p.fact} = {_show(facts.get(p.fact))}" for p in c.when)
                     self._add(Finding(c.rule_id, c.confidence,
                                       Evidence(text=f"snapshot: {names}", source="snapshot",
                                                fact=c.when[0].fact), float("inf"), c.name or "fact",
                                       None, "fact"))
-        return [f for f in self.findings if f.rule_id not in self._suppressed]
+        frames = {(e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames}
+        return [f for f in self.findings
+                if f.rule_id not in self._suppressed and not self._raised_from(f, frames)]
+
+    def _raised_from(self, f: Finding, frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
+        """An `unless` with scope "frames": the exception on the finding's line was raised
+        from a frame the rule leaves to another (e.g. ENOSPC inside torch.save)."""
+        rule = self.rules[f.rule_id]
+        fr = frames.get((f.evidence.source, f.evidence.line))
+        if not fr:
+            return False
+        return any(u.scope == "frames" and any(
+            any((lit.lower() in x.lower()) if u.icase else (lit in x) for lit in u.literals)
+            and u.search(x) for x in fr) for u in rule.unless)
 
     def _exceptions(self, rule: Rule, c: Clause, exceptions: list[ExceptionInfo]) -> None:
         for e in exceptions:
@@ -139,6 +152,9 @@ class Matcher:
             if c.type_pattern is not None and not c.type_pattern.search(e.type):
                 continue
             if c.pattern is not None and not c.search(e.message):
+                continue
+            if c.frames_pattern is not None and not any(
+                    c.frames_pattern.search(f) for f in e.frames):
                 continue
             if _unless_line(rule.unless, full):
                 continue
@@ -175,11 +191,17 @@ class Matcher:
 def _unless_line(unless: tuple[Unless, ...], text: str) -> bool:
     for u in unless:
         if u.scope != "line":
-            continue
+            continue  # "log" is checked as lines stream by, "frames" after structure
         hay = text.lower() if u.icase else text
         if any((lit.lower() if u.icase else lit) in hay for lit in u.literals) and u.search(text):
             return True
     return False
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v[:8]) + ("...]" if len(v) > 8 else "]")
+    return str(v)
 
 
 def _order(line: Line) -> float:

@@ -7,6 +7,7 @@ honest limits: an inference from a cut-off log is never `confirmed`.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Rule
-from triage.model import Confidence, Diagnosis, EndState, Evidence, Finding, RuledOut
+from triage.model import Confidence, Diagnosis, EndState, Evidence, Finding, RuledOut, Unknown
 
 BASE_SCORE = {Confidence.CONFIRMED: 0.9, Confidence.LIKELY: 0.65, Confidence.POSSIBLE: 0.35}
 MAX_EVIDENCE = 5
@@ -31,11 +32,14 @@ class _Cand:
     explained_by: str | None = None
     first_seen: float = 0.0
     inferred: bool = False  # only end-state or fact clauses fired: nothing in the log says so
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
              facts: Mapping[str, Any]) -> tuple[list[Diagnosis], list[RuledOut]]:
     cands = _group(findings, rules)
+    for c in cands.values():
+        c.facts = facts
     ruled_out: list[RuledOut] = []
     for c in list(cands.values()):
         if _apply_evidence(c, facts, end, ruled_out):
@@ -104,6 +108,8 @@ def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
         elif ev.effect == "support":
             c.confidence = Confidence(min(Confidence.CONFIRMED, c.confidence + 1))
             c.evidence.append(fact_ev)
+        elif ev.effect == "note":
+            c.evidence.append(fact_ev)  # shown, confidence unchanged
         elif ev.effect == "weaken":
             c.confidence = Confidence(max(Confidence.POSSIBLE, c.confidence - 1))
             c.counter.append(fact_ev)
@@ -174,7 +180,9 @@ def _to_diagnosis(c: _Cand) -> Diagnosis:
         signature=r.id, rule=r.path.rsplit("/", 2)[-2] + "/" + r.id if "/" in r.path else r.id,
         title=r.title, confidence=c.confidence, score=_score(c), role=c.role, summary=r.summary,
         evidence=tuple(c.evidence[:MAX_EVIDENCE + 2]), counter_evidence=tuple(c.counter),
-        explains=r.explains, explained_by=c.explained_by, checks=r.checks, remedies=r.remedies,
+        explains=r.explains, explained_by=c.explained_by,
+        checks=tuple(fill_facts(x, c.facts) for x in r.checks),
+        remedies=tuple(fill_facts(x, c.facts) for x in r.remedies),
         docs=r.docs, first_seen=c.first_seen, category=r.category)
 
 
@@ -198,6 +206,20 @@ class _SafeFormat(string.Formatter):
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
         return self.get_value(field_name, args, kwargs), field_name
+
+
+_FACT_REF = re.compile(r"\{fact:([\w.\-]+)(?:\|([^}]*))?\}")
+
+
+def fill_facts(text: str, facts: Mapping[str, Any]) -> str:
+    """Replace `{fact:NAME|default}` in checks and remedies with a known fact (the
+    run's own interpreter, say), else the default. Shell braces are left alone."""
+    def one(m: re.Match[str]) -> str:
+        v = facts.get(m.group(1))
+        if v is None or isinstance(v, Unknown) or v is False:
+            return m.group(2) if m.group(2) is not None else m.group(0)
+        return str(v)
+    return _FACT_REF.sub(one, text) if "{fact:" in text else text
 
 
 def _fill(template: str, facts: Mapping[str, Any]) -> str:

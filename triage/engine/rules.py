@@ -24,12 +24,12 @@ TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yield
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
             "priority"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "event", "where", "end_state", "last_phase", "when", "note"}
+              "frames", "event", "where", "end_state", "last_phase", "when", "note"}
 UNLESS_KEYS = {"name", "literal", "regex", "icase", "scope"}
 EVIDENCE_KEYS = {"when", "effect", "because"}
 EXAMPLE_KEYS = {"fire", "quiet"}
 KINDS = {"line", "exception", "event", "end", "fact"}
-EFFECTS = {"confirm", "support", "weaken", "rule_out"}
+EFFECTS = {"confirm", "support", "weaken", "rule_out", "note"}
 SEVERITIES = {"error", "warning"}
 END_KINDS = {"clean-exit", "traceback", "error", "cut-mid-line", "no-terminal-event", "empty"}
 
@@ -46,6 +46,7 @@ class Clause:
     icase: bool = False
     pattern: regex.Pattern[str] | None = None
     type_pattern: regex.Pattern[str] | None = None
+    frames_pattern: regex.Pattern[str] | None = None  # exception clauses: a frame that raised
     event: str | None = None
     where: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     end_states: tuple[str, ...] = ()
@@ -68,7 +69,7 @@ class Unless:
     literals: tuple[str, ...]
     pattern: regex.Pattern[str]
     icase: bool
-    scope: str  # "line" | "log"
+    scope: str  # "line" | "log" | "frames" (a frame of the exception on that line)
 
     def search(self, text: str) -> bool:
         try:
@@ -208,7 +209,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         raise RuleError(p, f"{key}.confidence", "must be confirmed, likely or possible") from None
     icase = bool(m.get("icase", False))
     literals: tuple[str, ...] = ()
-    pattern = type_pattern = None
+    pattern = type_pattern = frames_pattern = None
     if kind in ("line", "exception"):
         literals = tuple(_literals(m, p, key))
         if kind == "line":
@@ -217,6 +218,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         else:
             type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
             pattern = _compile(m.get("message"), p, f"{key}.message", icase, required=False)
+            frames_pattern = _compile(m.get("frames"), p, f"{key}.frames", False, required=False)
             if type_pattern is None and pattern is None:
                 raise RuleError(p, key, "an exception clause needs 'type' or 'message'")
     where: dict[str, tuple[Any, ...]] = {}
@@ -238,7 +240,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         when = _predicates(m["when"], p, f"{key}.when")
     if kind == "fact" and not when:
         raise RuleError(p, f"{key}.when", "required for a fact clause")
-    return Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern,
+    return Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
                   m.get("event"), where, end_states,
                   tuple(_str_list(m, "last_phase", p, key + ".")), when, str(m.get("name", "")))
 
@@ -285,8 +287,8 @@ def _unless(u: Any, p: str, i: int) -> Unless:
     if set(u) - UNLESS_KEYS:
         raise RuleError(p, f"{key}.{sorted(set(u) - UNLESS_KEYS)[0]}", "unknown key")
     scope = str(u.get("scope", "line"))
-    if scope not in ("line", "log"):
-        raise RuleError(p, f"{key}.scope", "must be line or log")
+    if scope not in ("line", "log", "frames"):
+        raise RuleError(p, f"{key}.scope", "must be line, log or frames")
     icase = bool(u.get("icase", False))
     pat = _compile(u.get("regex"), p, f"{key}.regex", icase, required=True)
     assert pat is not None
