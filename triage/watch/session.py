@@ -379,6 +379,11 @@ class WatchSession:
             self.tail.append(final)
         facts = self._snapshot()
         self.source.close(st.dead if st.exists else None, st.exit_status)
+        # what the watcher saw of the process is evidence too (rules: run.exit_status)
+        if st.exit_status is not None:
+            facts["run.exit_status"] = st.exit_status
+        if st.signal:
+            facts["run.signal"] = st.signal
         report = self._full_triage(facts)
         if report is not None:
             self.final_report = report
@@ -397,8 +402,8 @@ class WatchSession:
 
     def _await_status(self, st: PaneStatus) -> PaneStatus:
         """tmux can mark a pane dead (pty closed) a moment before it has reaped the
-        process and knows its exit status."""
-        deadline = time.monotonic() + 1.0
+        process and knows its exit status (longer on a loaded machine)."""
+        deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
             time.sleep(0.05)
             now = self.source.status()
