@@ -312,7 +312,8 @@ def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
 def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
             snapshot: bool) -> None:
     env = child_env(sc, ctx)
-    out.versions = versions(ctx.python, env)
+    # As the run sees them (accelerate is "absent" where the scenario hides it).
+    out.versions = versions(sc.snapshot_python(ctx), env)
     for i, argv in enumerate(sc.setup(ctx)):
         setup_log = ctx.workdir / f"setup-{i}.log"
         r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log,
