@@ -125,7 +125,7 @@ class Matcher:
                 elif c.kind == "fact" and end.kind != "clean-exit" and all_hold(c.when, facts):
                     names = ", ".join(f"{p.fact} = {_show(facts.get(p.fact))}" for p in c.when)
                     self._add(Finding(c.rule_id, c.confidence,
-                                      Evidence(text=f"snapshot: {names}", source="snapshot",
+                                      Evidence(text=names, source="snapshot",
                                                fact=c.when[0].fact), float("inf"), c.name or "fact",
                                       None, "fact"))
         frames = {(e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames}

@@ -90,6 +90,8 @@ def _verdict(r: Report) -> Text:
         t.append("Not proven. ", style="bold")
         t.append(f"Most likely: {top.title} ({top.signature}), {top.confidence.label}.")
         return t
+    if top.confidence == Confidence.LIKELY:
+        t.append("Likely: ", style="bold")
     t.append(f"{top.title}", style=CONF_STYLE[top.confidence])
     t.append(f"  ({top.signature}, {top.confidence.label})")
     if top.summary:
@@ -190,7 +192,7 @@ def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
         console.print(Text("To tell them apart, run first:", style="bold"))
         for d in roots[:4]:
             if d.checks:
-                console.print(Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
+                _print(console, Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
     if r.evidence_summary and verbose:
         console.print()
         console.print(Text("Environment (snapshot)", style="bold underline"))
