@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-HIDE = str(Path(__file__).resolve().parents[2] / "triage" / "repro" / "scenarios" / "hide_module.py")
+HIDE = str(Path(__file__).resolve().parents[2] / "triage" / "repro" / "scenarios"
+           / "hide_module.py")
 
 PROBE = """
 import importlib.util, importlib.metadata as md, json

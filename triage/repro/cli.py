@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
     p.add_argument("--no-snapshot", action="store_true",
                    help="triage the log alone, without an evidence snapshot")
     p.add_argument("--record", metavar="FIXTURES",
-                   help="write the run's log as a fixture under FIXTURES/<signature>/NNN-repro-NAME/ "
+                   help="write the run's log as a fixture under "
+                        "FIXTURES/<signature>/NNN-repro-NAME/ "
                         "(only when reproduced and diagnosed)")
     p.set_defaults(func=cmd_repro)
 
@@ -81,13 +82,15 @@ def console(out: Any) -> str:
     lines.append(f"  run: {status} after {out.seconds:.1f}s"
                  + (f", killed by the {out.killed_by}" if out.killed_by else ""))
     if out.fix:
+        named = "yes" if out.expected in out.diagnosed else "no"
         lines.append(f"  failure reproduced: {'yes' if out.reproduced else 'no'}; "
-                     f"{out.expected} diagnosed: {'yes' if out.expected in out.diagnosed else 'no'}")
+                     f"{out.expected} diagnosed: {named}")
         lines.append(f"  fixed: {'yes' if out.fixed else 'NO'}")
     else:
         lines.append(f"  reproduced: {'yes' if out.reproduced else 'NO'}")
+        first = "yes" if out.top == out.expected else "NO"
         lines.append(f"  diagnosed: {', '.join(out.diagnosed) or 'nothing'}"
-                     f"  (expected {out.expected} first: {'yes' if out.top == out.expected else 'NO'})")
+                     f"  (expected {out.expected} first: {first})")
     for n in out.notes:
         lines.append(f"  note: {n}")
     if not out.ok and out.log_tail:

@@ -289,11 +289,15 @@ def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
         out.ok = True
         return out
     py = python or sys.executable
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f"{sc.name}{'-fix' if fix else ''}-", dir=keep))
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix=f"triage-repro-{sc.name}-"))
+    try:
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            workdir = Path(tempfile.mkdtemp(prefix=f"{sc.name}{'-fix' if fix else ''}-", dir=keep))
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix=f"triage-repro-{sc.name}-"))
+    except OSError as e:
+        raise TriageError(f"{keep or tempfile.gettempdir()}: cannot create the run's folder "
+                          f"({e.strerror})") from None
     try:
         _run_in(sc, out, Context(python=py, workdir=workdir, device=device, fix=fix,
                                  scenarios_dir=scenarios.HERE), timeout_s, snapshot)

@@ -36,7 +36,8 @@ def FSIZE_LIMIT_BYTES(ctx: Context) -> int | None:  # a function: differs betwee
 def command(ctx: Context) -> list[str]:
     """The runtime's train command, saving every 2 steps into the run's folder."""
     return [ctx.python, "-m", "dflash_runtime", "train", "--steps", "4", "--eval-prompts", "0",
-            "--target-pretrain-steps", "0", "--save", str(ctx.workdir / "ckpt"),
+            "--target-pretrain-steps", "0", "--device", ctx.device,
+            "--save", str(ctx.workdir / "ckpt"),
             "--save-every", "2"]
 
 

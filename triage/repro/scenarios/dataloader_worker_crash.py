@@ -77,7 +77,8 @@ def main(workdir: str, fix: bool) -> int:
                         try:
                             json.loads(line)
                         except json.JSONDecodeError as e:
-                            print(f"Skipping malformed record {f.name}:{i + 1} ({e.msg})", flush=True)
+                            print(f"Skipping malformed record {f.name}:{i + 1} ({e.msg})",
+                                  flush=True)
                             continue
                     self.index.append((f, i))
 

@@ -79,7 +79,8 @@ def main(fix: bool) -> int:
 
     block_mask = create_block_mask(causal, BATCH, None, SEQ, SEQ, device="cpu")
     q, k, v = (torch.randn(BATCH, HEADS, SEQ, DIM) for _ in range(3))
-    flex = torch.compile(flex_attention, dynamic=False)  # one process-wide wrapper, as transformers keeps
+    # One process-wide wrapper, as transformers' flex integration keeps.
+    flex = torch.compile(flex_attention, dynamic=False)
 
     workers_running = threading.Event()
     tracing = threading.Event()

@@ -109,7 +109,8 @@ def run_python_args(args: list[str]) -> None:
 def main(argv: list[str]) -> None:
     """`NAMES... -- PYTHON-ARGS...`."""
     if "--" not in argv:
-        raise SystemExit("usage: hide_module.py NAME [NAME...] -- (-c CODE | -m MODULE | SCRIPT) ...")
+        raise SystemExit("usage: hide_module.py NAME [NAME...] -- "
+                         "(-c CODE | -m MODULE | SCRIPT) ...")
     i = argv.index("--")
     hide(argv[:i])
     run_python_args(argv[i + 1:])
