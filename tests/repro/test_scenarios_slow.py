@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+
+# The scenarios run the real libraries: without the runtime extra there is nothing to run.
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "accelerate")),
+    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')")
 
 OTHER_CPU = ["host-oom-killed", "nan-loss", "dataloader-worker-crash", "truncated-unknown",
              "nccl-timeout", "checkpoint-save-failed"]

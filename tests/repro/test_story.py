@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
+
+# The scenarios run the real libraries: without the runtime extra there is nothing to run.
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "accelerate")),
+    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')")
 
 KEYS = {"scenario", "expected", "reproduced", "diagnosed", "fixed", "log", "seconds",
         "exit_status"}
