@@ -7,6 +7,7 @@ streaming pass; it returns a `Report` and formats nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,16 @@ from triage.engine.reason import diagnose
 from triage.engine.rules import Rule, load_rules
 from triage.ingest import Ingest, expand_paths
 from triage.ingest.scan import LiteralScanner
-from triage.model import EndState, Evidence, ExceptionInfo, Line, Report, SourceInfo
+from triage.model import (
+    Diagnosis,
+    EndState,
+    Evidence,
+    ExceptionInfo,
+    Finding,
+    Line,
+    Report,
+    SourceInfo,
+)
 from triage.structure import Structure, Structurer
 from triage.structure.tables import STRUCTURE_LITERALS
 
@@ -62,9 +72,10 @@ class Analysis:
         facts.update(log_facts(st, sources))
         findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts)
         diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
+        diags, straggler_notes = name_stragglers(diags, findings, st)
         logged = any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")
                      for d in diags for e in d.evidence)
-        all_notes = list(notes) + _notes(st, facts, sources, logged)
+        all_notes = list(notes) + straggler_notes + _notes(st, facts, sources, logged)
         ranks = sorted({r for s in sources for r in s.ranks})
         metrics = {k: v for k, v in st.metrics.items() if k not in ("losses", "step_times")}
         last, root = _errors(st)
@@ -133,6 +144,44 @@ def analyze_text(text: str | bytes, *, rules: list[Rule] | None = None,
             lines.append(Line(name, raw.lineno, p.text, p.rank, seq, p.ts))
     src = SourceInfo(name, n, tuple(sorted(state.seen_ranks)), not last_complete, not last_complete)
     return analyze_lines(lines, [src], rules=rules, facts=facts)
+
+
+WAITING = ("nccl-timeout", "training-hang")
+
+
+def name_stragglers(diags: list[Diagnosis], findings: list[Finding],
+                    st: Structure) -> tuple[list[Diagnosis], list[str]]:
+    """When ranks time out waiting in a collective, the rank that did not report the
+    timeout is the one they waited for: name it, with its last output, as evidence."""
+    ranks = set(st.last_by_rank)
+    if len(ranks) < 2:
+        return diags, []
+    out: list[Diagnosis] = []
+    notes: list[str] = []
+    for d in diags:
+        if d.signature not in WAITING or d.role != "root-cause":
+            out.append(d)
+            continue
+        reported = {f.evidence.rank for f in findings if f.rule_id == d.signature}
+        silent = sorted(ranks - reported)
+        if not silent or not reported - {None} or len(silent) >= len(ranks):
+            out.append(d)
+            continue
+        steps = st.last_step_by_rank
+        extra = []
+        for r in silent:
+            last = st.last_by_rank[r]
+            step = f", last step {steps[r]}" if r in steps else ", no step logged"
+            extra.append(Evidence(text=f"rank {r} reported no timeout{step}; its last output: "
+                                       f"{last.text[:200]}", source=last.source,
+                                  line=last.lineno, rank=r))
+        others = [steps[r] for r in reported if r is not None and r in steps]
+        ahead = f" (the others reached step {max(others)})" if others else ""
+        names = ", ".join(str(r) for r in silent)
+        notes.append(f"Rank {names} is the likely straggler: the other ranks timed out waiting, "
+                     f"it reported no timeout{ahead}. Look at what it was doing.")
+        out.append(replace(d, evidence=(*extra, *d.evidence)))
+    return out, notes
 
 
 def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:

@@ -52,6 +52,8 @@ class Structure:
     metrics: dict[str, Any] = field(default_factory=dict)
     end_state: EndState = field(default_factory=lambda: EndState("empty"))
     tail: list[Line] = field(default_factory=list)
+    last_by_rank: dict[int, Line] = field(default_factory=dict)  # each rank's last output
+    last_step_by_rank: dict[int, int] = field(default_factory=dict)
 
     @property
     def last_phase(self) -> str | None:
@@ -85,6 +87,8 @@ class Structurer:
         tail = self._tails.setdefault(line.source, deque(maxlen=TAIL_LINES))
         if text.strip():
             tail.append(line)
+            if line.rank is not None:
+                self.out.last_by_rank[line.rank] = line
         self._traceback(line, text)
         self._torchrun_report(line, text)
         self._cpp(line, text)
@@ -261,6 +265,8 @@ class Structurer:
         if m_step and low_has_loss:
             self._m["steps"] += 1
             self._m["last_step"] = int(m_step.group(1))
+            if line.rank is not None:
+                self.out.last_step_by_rank[line.rank] = int(m_step.group(1))
             self._last_step_seq = line.seq
             if line.ts is not None:
                 self._m["step_times"].append(line.ts)
