@@ -388,7 +388,9 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         out.fixed = run.ok and not out.reproduced and sc.expected not in out.diagnosed
         out.ok = out.fixed
     else:
-        out.ok = bool(out.reproduced) and out.top == sc.expected
+        # where one rank stalls, a diagnosis that does not name it is not good enough
+        out.ok = (bool(out.reproduced) and out.top == sc.expected
+                  and out.stalled_rank_named is not False)
 
 
 def names_rank(report: Any, rank: int) -> bool:
