@@ -85,13 +85,6 @@ def test_no_crash_on_any_corpus_log(scored: tuple[list, object]) -> None:
     assert [r.path for r in results if r.error] == []
 
 
-# The goals are not met yet while the rules are being written (issue 4); the numbers are in
-# bench/README.md "## accuracy". Not strict: an XPASS means the goal is reached.
-PENDING = pytest.mark.xfail(reason="issue 4 goals not met yet: see bench/README.md ## accuracy",
-                            strict=False)
-
-
-@PENDING
 def test_top1_top3(scored: tuple[list, object]) -> None:
     results, s = scored
     misses = [f"{r.path}: {r.diagnoses[:3]}" for r in results if not r.benign and not r.top1]
@@ -99,14 +92,12 @@ def test_top1_top3(scored: tuple[list, object]) -> None:
     assert s.top3 >= acc.TOP3_MIN, f"top-3 {s.top3:.3f}; misses:\n" + "\n".join(misses)
 
 
-@PENDING
 def test_no_wrong_confirmed(scored: tuple[list, object]) -> None:
     results, _ = scored
     wrong = {r.path: r.wrong_confirmed for r in results if r.wrong_confirmed}
     assert not wrong, f"confirmed diagnoses that are wrong: {wrong}"
 
 
-@PENDING
 def test_benign_logs_get_no_likely_or_confirmed(scored: tuple[list, object]) -> None:
     results, _ = scored
     bad = {r.path: r.diagnoses for r in results if r.benign_violation}

@@ -197,7 +197,9 @@ def test_own_rules_use_only_facts_the_snapshot_provides():
     produced: set[str] = set()
     for name in ALL:
         produced |= set(facts(name))
-    log_facts = {"log.truncated", "log.last_phase", "log.end_state", "log.has_traceback"}
+    from triage.engine import RUN_FACTS
+
+    log_facts = {"log.truncated", "log.last_phase", "log.end_state", "log.has_traceback", *RUN_FACTS}
     for r in load_rules():
         if not any(r.path.endswith(f"{p}.toml") for p in OWN_RULES):
             continue

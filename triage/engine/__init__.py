@@ -148,6 +148,9 @@ def analyze_text(text: str | bytes, *, rules: list[Rule] | None = None,
 
 WAITING = ("nccl-timeout", "training-hang")
 
+# Facts about the process itself, added by whoever saw it end (triage watch, repro).
+RUN_FACTS = ("run.exit_status", "run.signal")
+
 
 def name_stragglers(diags: list[Diagnosis], findings: list[Finding],
                     st: Structure) -> tuple[list[Diagnosis], list[str]]:

@@ -44,6 +44,8 @@ def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
     for c in list(cands.values()):
         if _apply_evidence(c, facts, end, ruled_out):
             del cands[c.rule.id]
+        elif end.kind == "clean-exit":
+            _handled(c, end)
     _fallbacks(cands)
     _explain(cands)
     ordered = sorted(cands.values(), key=_sort_key)
@@ -116,6 +118,22 @@ def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
     if c.inferred and end.truncated and c.confidence > Confidence.LIKELY:
         c.confidence = Confidence.LIKELY  # a cut-off log never confirms an inference
     return False
+
+
+# A run that went on to finish cleanly survived its errors: handled, retried or harmless.
+# Numerics are the exception (a run can "finish" with a loss of nan all along), and
+# warning-level rules (a recompile limit) describe the run, not a crash.
+SURVIVABLE_EXEMPT = {"numerics"}
+
+
+def _handled(c: _Cand, end: EndState) -> None:
+    if (c.rule.category in SURVIVABLE_EXEMPT or c.rule.severity == "warning"
+            or c.confidence == Confidence.POSSIBLE):
+        return  # warnings are what they are, crash or not
+    c.confidence = Confidence.POSSIBLE
+    c.counter.append(Evidence(
+        text=f"the run went on and ended cleanly after it ({end.last_text[-80:]!r}): "
+             "handled, retried or harmless", source=end.source, line=end.line))
 
 
 def _fallbacks(cands: dict[str, _Cand]) -> None:

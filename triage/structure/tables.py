@@ -22,7 +22,7 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("compiling", re.compile(
         r"Compiling\b|torch\.compile|torch\._dynamo|inductor|triton\.compile|Compile time")),
     ("checkpoint-saving", re.compile(
-        r"Saving (?:model )?checkpoint|Saving model|save_pretrained|Saving state|"
+        r"Saving (?:a )?(?:full |model |sharded )?checkpoint|Saving model|save_pretrained|Saving state|"
         r"Writing checkpoint|checkpoint saved|Saved checkpoint")),
     ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
     ("training", re.compile(
@@ -47,7 +47,7 @@ TOKS_RE = re.compile(r"(?:tok/s|tokens/s|tokens_per_sec(?:ond)?|tok_per_s)\s*[=:
 CLEAN_EXIT_RE = re.compile(
     r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
     r"|all done|run (?:finished|completed)|exit(?:ed)?(?: with)? (?:code|status)[ =:]*0\b"
-    r"|^done\b|train_runtime|Training completed)")
+    r"|^done\b|train_runtime|Training completed|=+ \d+ passed\b|\bSynced \S+:|\(success\)\.?$)")
 
 ERROR_END_RE = re.compile(
     r"\bKilled\b|Segmentation fault|core dumped|Aborted|Bus error|ChildFailedError"
