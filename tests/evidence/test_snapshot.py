@@ -206,9 +206,11 @@ def test_tmux_pane_of_a_dead_pane(tmp_path):
         subprocess.run([*tm, "set-option", "-t", name, "remain-on-exit", "on"], check=True, env=env)
         subprocess.run([*tm, "respawn-pane", "-k", "-t", name, "exit 3"], check=True, env=env)
         for _ in range(50):
-            out = subprocess.run([*tm, "display-message", "-p", "-t", name, "#{pane_dead}"],
+            # tmux marks the pane dead a moment before it has reaped the exit status
+            out = subprocess.run([*tm, "display-message", "-p", "-t", name,
+                                  "#{pane_dead}:#{pane_dead_status}"],
                                  capture_output=True, text=True, env=env).stdout.strip()
-            if out == "1":
+            if out == "1:3":
                 break
             subprocess.run(["sleep", "0.1"])
         pane = _tmux_pane_on(sock, name)
