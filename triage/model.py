@@ -126,6 +126,7 @@ class Finding:
     clause: str = ""
     ts: float | None = None  # the line's timestamp, when it had one
     kind: str = "line"  # the clause kind that produced it: line, exception, event, end, fact
+    groups: tuple[tuple[str, str], ...] = ()  # the regex's named groups, for {match:NAME}
 
 
 @dataclass(frozen=True, slots=True)

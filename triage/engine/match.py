@@ -99,13 +99,14 @@ class Matcher:
     def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...]) -> None:
         if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
             return
-        if not c.search(line.text):
+        m = c.search(line.text)
+        if not m:
             return
         rule = self.rules[c.rule_id]
         if _unless_line(rule.unless, line.text):
             return
         self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(line, ctx), _order(line),
-                          c.name or f"match[{c.index}]", line.ts, "line"))
+                          c.name or f"match[{c.index}]", line.ts, "line", _groups(m)))
 
     def _add(self, f: Finding) -> None:
         self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
@@ -196,6 +197,10 @@ def _unless_line(unless: tuple[Unless, ...], text: str) -> bool:
         if any((lit.lower() if u.icase else lit) in hay for lit in u.literals) and u.search(text):
             return True
     return False
+
+
+def _groups(m: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in m.groupdict().items() if v)
 
 
 def _show(v: Any) -> str:

@@ -39,7 +39,9 @@ def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
              facts: Mapping[str, Any]) -> tuple[list[Diagnosis], list[RuledOut]]:
     cands = _group(findings, rules)
     for c in cands.values():
-        c.facts = facts
+        # what the first matching line named ({match:module}) fills checks like a fact
+        named = next((dict(f.groups) for f in c.findings if f.groups), {})
+        c.facts = {**facts, **{f"match:{k}": v for k, v in named.items()}}
     ruled_out: list[RuledOut] = []
     for c in list(cands.values()):
         if _apply_evidence(c, facts, end, ruled_out):
@@ -226,18 +228,19 @@ class _SafeFormat(string.Formatter):
         return self.get_value(field_name, args, kwargs), field_name
 
 
-_FACT_REF = re.compile(r"\{fact:([\w.\-]+)(?:\|([^}]*))?\}")
+_FACT_REF = re.compile(r"\{((?:fact|match):[\w.\-]+)(?:\|([^}]*))?\}")
 
 
 def fill_facts(text: str, facts: Mapping[str, Any]) -> str:
     """Replace `{fact:NAME|default}` in checks and remedies with a known fact (the
     run's own interpreter, say), else the default. Shell braces are left alone."""
     def one(m: re.Match[str]) -> str:
-        v = facts.get(m.group(1))
+        key = m.group(1)
+        v = facts.get(key[5:] if key.startswith("fact:") else key)
         if v is None or isinstance(v, Unknown) or v is False:
             return m.group(2) if m.group(2) is not None else m.group(0)
         return str(v)
-    return _FACT_REF.sub(one, text) if "{fact:" in text else text
+    return _FACT_REF.sub(one, text) if ("{fact:" in text or "{match:" in text) else text
 
 
 def _fill(template: str, facts: Mapping[str, Any]) -> str:
