@@ -129,11 +129,13 @@ class Matcher:
                                       Evidence(text=names, source="snapshot",
                                                fact=c.when[0].fact), float("inf"), c.name or "fact",
                                       None, "fact"))
-        frames = {(e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames}
+        frames: dict[tuple[str | None, int | None], tuple[str, ...]] = {
+            (e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames}
         return [f for f in self.findings
                 if f.rule_id not in self._suppressed and not self._raised_from(f, frames)]
 
-    def _raised_from(self, f: Finding, frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
+    def _raised_from(self, f: Finding,
+                     frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
         """An `unless` with scope "frames": the exception on the finding's line was raised
         from a frame the rule leaves to another (e.g. ENOSPC inside torch.save)."""
         rule = self.rules[f.rule_id]
