@@ -210,10 +210,11 @@ ROLE_ORDER = {"root-cause": 0, "contributing": 1, "consequence": 2}
 
 
 def _sort_key(c: _Cand) -> tuple[Any, ...]:
-    """Roots first; then surer; then (among guesses) the honest "unknown" before
-    inferences; then the earliest in time; then the stronger score."""
-    return (ROLE_ORDER[c.role], -c.confidence, 0 if c.rule.fallback else 1, c.first_seen,
-            -_score(c))
+    """Roots first; then surer; then, at equal confidence, what a log line says before
+    the honest "unknown", and that before inferences from how the log ends; then the
+    earliest in time; then the stronger score."""
+    return (ROLE_ORDER[c.role], -c.confidence, 1 if c.rule.fallback else (2 if c.inferred else 0),
+            c.first_seen, -_score(c))
 
 
 class _SafeFormat(string.Formatter):

@@ -47,7 +47,8 @@ TOKS_RE = re.compile(r"(?:tok/s|tokens/s|tokens_per_sec(?:ond)?|tok_per_s)\s*[=:
 CLEAN_EXIT_RE = re.compile(
     r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
     r"|all done|run (?:finished|completed)|exit(?:ed)?(?: with)? (?:code|status)[ =:]*0\b"
-    r"|^done\b|train_runtime|Training completed|=+ \d+ passed\b|\bSynced \S+:|\(success\)\.?$)")
+    r"|^done\b|train_runtime|Training completed|=+ \d+ passed\b|\bSynced \S+:|\(success\)\.?$"
+    r"|^Ran \d+ tests? in [\d.]+s$|^OK(?: \([\w ,=]+\))?$)")
 
 ERROR_END_RE = re.compile(
     r"\bKilled\b|Segmentation fault|core dumped|Aborted|Bus error|ChildFailedError"

@@ -6,6 +6,7 @@ import mmap
 import os
 import struct
 import sys
+import time
 
 path = sys.argv[1]
 with open(path, "wb") as fh:
@@ -17,3 +18,7 @@ while True:
     i += 1
     os.write(1, b"count %d %s\n" % (i, b"=" * (i % 97)))
     mm[:8] = struct.pack("<q", i)
+    if i % 2000 == 0:
+        # at most ~40k lines/s: even a slow start of the watcher on a loaded machine
+        # finds line 1 still in the pane's scrollback (history-limit 100000)
+        time.sleep(0.05)
