@@ -6,6 +6,7 @@ streaming pass; it returns a `Report` and formats nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -59,7 +60,9 @@ class Analysis:
     def scanner(self) -> LiteralScanner:
         """A raw-bytes scanner for every literal that can matter to rules or structure."""
         pre = self.matcher.prefilter
-        return LiteralScanner(list(pre.literals) + list(STRUCTURE_LITERALS), list(pre.icase))
+        # TRIAGE_SCAN_ENGINE=re|ahocorasick_rs|hyperscan pins the engine (benchmarks)
+        return LiteralScanner(list(pre.literals) + list(STRUCTURE_LITERALS), list(pre.icase),
+                              engine=os.environ.get("TRIAGE_SCAN_ENGINE") or None)
 
     def feed(self, line: Line) -> None:
         self.lines += 1
