@@ -47,3 +47,15 @@ def test_normalise_twice_changes_nothing(data: bytes):
         for text in once:
             twice = [p.text for p in normalize(text.encode("utf-8", "surrogatepass"), SourceState())]
             assert twice == [text]
+
+
+def test_fuzz_crash_1_torchrun_report_with_damaged_numbers():
+    """bench/fuzz.py found it: a torchrun report whose rank/exitcode read '--9'."""
+    from pathlib import Path
+
+    data = (Path(__file__).parent / "data" / "fuzz-crash-1.bin").read_bytes()
+    analyze_text(data, rules=RULES)
+    text = ("Root Cause (first observed failure):\n[0]:\n  rank      : --9 (local_rank: 0)\n"
+            "  exitcode  : --9 (pid: 1)\n" + "=" * 60 + "\n")
+    rep = analyze_text(text, rules=RULES)
+    assert rep.end_state.kind

@@ -638,7 +638,7 @@ def tmux_pane(target: str) -> dict[str, Any]:
         if v == "":
             res[key] = unknown("not reported by this tmux") if k != "pane_dead_status" else None
         elif k in _TMUX_INTS:
-            res[key] = int(v) if v.lstrip("-").isdigit() else v
+            res[key] = int(v) if v.removeprefix("-").isdecimal() and v.isascii() else v
         elif k in ("pane_dead", "pane_pipe"):
             res[key] = v == "1"
         elif k == "remain-on-exit":

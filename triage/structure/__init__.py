@@ -215,13 +215,15 @@ class Structurer:
                                 "error_file": e.get("error_file"), "traceback": e.get("traceback"),
                                 "host": e.get("host")}
         rank = e.get("rank", "")
-        if rank.split(" ")[0].lstrip("-").isdigit():
-            data["root_rank"] = int(rank.split(" ")[0])
+        root = _int(rank.split(" ")[0])
+        if root is not None:
+            data["root_rank"] = root
         code = e.get("exitcode", "")
         head = code.split(" ")[0]
-        if head.lstrip("-").isdigit():
-            data["exitcode"] = int(head)
-            data["signal"] = _signame(int(head))
+        num = _int(head)
+        if num is not None:
+            data["exitcode"] = num
+            data["signal"] = _signame(num)
         if "(SIG" in code:
             data["signal"] = code[code.index("(SIG") + 1:].split(")")[0]
         tbt = data["traceback"] or ""
@@ -355,6 +357,12 @@ class Structurer:
         if src.ends_without_newline:
             return st("cut-mid-line")
         return st("no-terminal-event")
+
+
+def _int(text: str) -> int | None:
+    """An optionally negative integer, or None ("--9" from a damaged log is not one)."""
+    body = text[1:] if text.startswith("-") else text
+    return int(text) if body.isdigit() and body.isascii() else None
 
 
 def _first_group(m: re.Match[str]) -> str:

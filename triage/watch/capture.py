@@ -262,7 +262,7 @@ class TmuxPane:
         if len(parts) != 4:
             return PaneStatus(exists=False)
         dead = parts[0] == "1"
-        status = int(parts[1]) if parts[1].lstrip("-").isdigit() else None
+        status = int(parts[1]) if parts[1].removeprefix("-").isdecimal() and parts[1].isascii() else None
         sig = parts[2] or None
         if sig and sig.isdigit():
             with contextlib.suppress(ValueError):
