@@ -30,7 +30,7 @@ def test_same_verdict_with_and_without_prefilter(fx):
     assert summary(fast) == summary(slow)
 
 
-@pytest.mark.parametrize("engine", ["re", "ahocorasick_rs", "hyperscan"])
+@pytest.mark.parametrize("engine", ["python", "ahocorasick_rs", "hyperscan"])
 def test_windows_keep_line_numbers(engine):
     try:
         sc = LiteralScanner(["NEEDLE"], ["icase-hit"], engine=engine)
@@ -64,7 +64,7 @@ def test_windows_keep_line_numbers(engine):
 def test_scanner_engines_agree():
     data = b"xx out of memory yy\nTraceback (most recent call last)\nfoo\n" * 100
     res = {}
-    for engine in ("re", "ahocorasick_rs", "hyperscan"):
+    for engine in ("python", "ahocorasick_rs", "hyperscan"):
         try:
             sc = LiteralScanner(["out of memory", "Traceback"], [], engine=engine)
         except RuntimeError:

@@ -3,7 +3,7 @@ multi-literal engine, then hand only windows around them (plus the head and the 
 to the normal line pipeline.
 
 Engines, picked at run time: hyperscan (x86_64 wheels), ahocorasick_rs (Rust, any
-arch), else Python's `re`. All report the byte offsets where a literal occurs; a
+arch), else plain Python (`bytes.find` per literal). All report the byte offsets where a literal occurs; a
 whole line is taken around each, so the exact offset does not matter.
 """
 
@@ -26,14 +26,14 @@ TAIL_BYTES = 256 << 10
 
 class LiteralScanner:
     """Offsets of any literal in a buffer. Case-insensitive literals are matched
-    caselessly (hyperscan natively, the others with a separate `re` pass)."""
+    caselessly (hyperscan natively, the others over the lower-cased buffer)."""
 
     def __init__(self, literals: list[str], icase: list[str] = (), engine: str | None = None) -> None:  # type: ignore[assignment]
         self.literals = sorted({x.encode() for x in literals if x})
         self.icase = sorted({x.encode() for x in icase if x})
         self._fn: Callable[[bytes], list[int]]
         self.engine = ""
-        for name in ([engine] if engine else ["hyperscan", "ahocorasick_rs", "re"]):
+        for name in ([engine] if engine else ["hyperscan", "ahocorasick_rs", "python"]):
             try:
                 self._fn = getattr(self, f"_build_{name}")()
                 self.engine = name
@@ -67,34 +67,34 @@ class LiteralScanner:
             return hits
         return scan
 
-    def _icase_re(self) -> re.Pattern[bytes] | None:
-        if not self.icase:
-            return None
-        return re.compile(b"|".join(re.escape(x) for x in self.icase), re.IGNORECASE)
-
     def _build_ahocorasick_rs(self) -> Callable[[bytes], list[int]]:
         import ahocorasick_rs
 
-        ac = ahocorasick_rs.BytesAhoCorasick(self.literals) if self.literals else None
-        irx = self._icase_re()
+        # One automaton over the lower-cased chunk, with every literal lower-cased: a
+        # superset of the exact hits (the full regexes decide later), in one pass
+        # (bytes.lower is a fast C pass; a second automaton or Python's re for the
+        # caseless literals would cost more than the scan itself).
+        lits = sorted({x.lower() for x in (*self.literals, *self.icase)})
+        ac = ahocorasick_rs.BytesAhoCorasick(lits)
 
         def scan(buf: bytes) -> list[int]:
-            hits = [s for _i, s, _e in ac.find_matches_as_indexes(buf)] if ac else []
-            if irx is not None:
-                hits.extend(m.start() for m in irx.finditer(buf))
-                hits.sort()
-            return hits
+            return [s for _i, s, _e in ac.find_matches_as_indexes(buf.lower())]
         return scan
 
-    def _build_re(self) -> Callable[[bytes], list[int]]:
-        rx = re.compile(b"|".join(re.escape(x) for x in self.literals)) if self.literals else None
-        irx = self._icase_re()
+    def _build_python(self) -> Callable[[bytes], list[int]]:
+        """No native engine: bytes.find per literal (C speed per pass, one pass each)."""
+        lits = list(self.literals)
+        ilits = [x.lower() for x in self.icase]
 
         def scan(buf: bytes) -> list[int]:
-            hits = [m.start() for m in rx.finditer(buf)] if rx is not None else []
-            if irx is not None:
-                hits.extend(m.start() for m in irx.finditer(buf))
-                hits.sort()
+            hits: list[int] = []
+            for hay, needles in ((buf, lits), (buf.lower() if ilits else b"", ilits)):
+                for lit in needles:
+                    i = hay.find(lit)
+                    while i >= 0:
+                        hits.append(i)
+                        i = hay.find(lit, i + 1)
+            hits.sort()
             return hits
         return scan
 
