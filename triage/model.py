@@ -147,6 +147,8 @@ class Diagnosis:
     docs: tuple[str, ...] = ()
     first_seen: float = 0.0
     category: str = ""
+    ranks: tuple[int, ...] = ()  # every rank it was seen on (evidence is capped)
+    occurrences: int = 0
 
 
 @dataclass(frozen=True, slots=True)

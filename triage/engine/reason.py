@@ -203,7 +203,9 @@ def _to_diagnosis(c: _Cand) -> Diagnosis:
         explains=r.explains, explained_by=c.explained_by,
         checks=tuple(fill_facts(x, c.facts) for x in r.checks),
         remedies=tuple(fill_facts(x, c.facts) for x in r.remedies),
-        docs=r.docs, first_seen=c.first_seen, category=r.category)
+        docs=r.docs, first_seen=c.first_seen, category=r.category,
+        ranks=tuple(sorted({f.evidence.rank for f in c.findings if f.evidence.rank is not None})),
+        occurrences=len(c.findings))
 
 
 ROLE_ORDER = {"root-cause": 0, "contributing": 1, "consequence": 2}

@@ -114,12 +114,13 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
     single = len(r.sources) == 1
     if d.role == "consequence" and not verbose:
         e = d.evidence[0] if d.evidence else None
-        ranks = sorted({x.rank for x in d.evidence if x.rank is not None})
+        ranks = d.ranks or tuple(sorted({x.rank for x in d.evidence if x.rank is not None}))
+        n = max(d.occurrences, len(d.evidence))
         if e is not None:
             line = Text("    > ", style="bold")
             line.append(_where(e, single), style="blue")
-            more = f"  (+{len(d.evidence) - 1} more" + (f", ranks {_ranges(tuple(ranks))})" if ranks else ")")
-            line.append("  " + _clip(e.text, 160) + (more if len(d.evidence) > 1 else ""))
+            more = f"  (+{n - 1} more" + (f", on ranks {_ranges(tuple(ranks))})" if ranks else ")")
+            line.append("  " + _clip(e.text, 160) + (more if n > 1 else ""))
             out.append(line)
         return out
     shown = d.evidence if verbose else d.evidence[:3]

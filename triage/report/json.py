@@ -37,6 +37,8 @@ def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
         "checks": list(d.checks),
         "remedies": list(d.remedies),
         "docs": list(d.docs),
+        "ranks": list(d.ranks),
+        "occurrences": d.occurrences,
     }
 
 
