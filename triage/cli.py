@@ -202,7 +202,15 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
     for row in rows:
         sys.stdout.write(f"{row['signature']:{w_sig}}  {row['rule'] or 'MISSING':{w_rule}}  "
                          f"{row['fixtures']:>8}  {row['title'] or ''}\n")
-    missing = [r["signature"] for r in rows if r["canonical"] and (not r["rule"] or r["fixtures"] < 2)]
+    from triage.engine.catalog import fixtures_dir
+
+    if fixtures_dir() is None:
+        missing = [r["signature"] for r in rows if r["canonical"] and not r["rule"]]
+        sys.stdout.write("\n(no fixtures/ folder here: fixture counts need a checkout of the "
+                         "project or your own fixtures/)\n")
+    else:
+        missing = [r["signature"] for r in rows
+                   if r["canonical"] and (not r["rule"] or r["fixtures"] < 2)]
     if missing:
         sys.stdout.write(f"\n{len(missing)} canonical signature(s) lack a rule or two fixtures: "
                          f"{', '.join(missing)}\n")
