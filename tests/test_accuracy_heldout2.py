@@ -10,8 +10,7 @@ same thresholds: top-1 >= 0.90, top-3 >= 0.97, no wrong `confirmed`, no benign l
 likely/confirmed diagnosis.
 
 First measurement (rules as of commit e5bb749): top-1 0.985, top-3 0.985, 1 wrong
-confirmed, 1/14 benign violations. The two thresholds that fail are marked
-xfail(strict=False) with the miss named, so a fix turns them into XPASS, not a red suite.
+confirmed, 1/14 benign violations; the misses it found were then fixed (bench/README.md).
 """
 
 from __future__ import annotations
@@ -109,15 +108,12 @@ def test_heldout2_top1_top3(scored: tuple[list, object]) -> None:
     assert s.top3 >= acc.TOP3_MIN, f"top-3 {s.top3:.3f}; misses:\n" + "\n".join(misses)
 
 
-@pytest.mark.xfail(strict=False, reason="measured 1 wrong confirmed: ok_handled_oom_batch_size_retry "
-                   "(a caught OOM followed by a finished run) is confirmed as cuda-oom")
 def test_heldout2_no_wrong_confirmed(scored: tuple[list, object]) -> None:
     results, _ = scored
     wrong = {r.path: r.wrong_confirmed for r in results if r.wrong_confirmed}
     assert not wrong, f"confirmed diagnoses that are wrong: {wrong}"
 
 
-@pytest.mark.xfail(strict=False, reason="measured 1/14 benign violations: ok_handled_oom_batch_size_retry")
 def test_heldout2_benign_logs_get_no_likely_or_confirmed(scored: tuple[list, object]) -> None:
     results, _ = scored
     bad = {r.path: r.diagnoses for r in results if r.benign_violation}

@@ -150,3 +150,32 @@ def test_stall_event_from_step_timestamps():
     assert stalls[0].data["silent_s"] >= 1800
     # the same run without the silence has no stall
     assert not [e for e in structure("\n".join(lines[:-1]) + "\n").events if e.kind == "stall"]
+
+
+def test_clock_prefix_gives_a_time_of_day():
+    from triage.ingest.normalize import SourceState, normalize
+
+    p = next(iter(normalize(b"[14:22:10] heartbeat: step=1891", SourceState())))
+    assert p.text == "heartbeat: step=1891" and p.ts is not None
+    assert p.ts % 86400 == 14 * 3600 + 22 * 60 + 10
+
+
+def test_stall_from_a_step_number_that_does_not_move():
+    lines = [f"[1{h}:{m:02d}:00] heartbeat: step=1891 elapsed_since_last_step={h * 3600 + m * 60}s"
+             for h in range(0, 3) for m in range(0, 60, 20)]
+    st = structure("\n".join(lines) + "\n")
+    stalls = [e for e in st.events if e.kind == "stall"]
+    assert stalls and stalls[0].data["last_step"] == 1891 and stalls[0].data["silent_s"] >= 300
+    # a step that moves is no stall
+    moving = [f"[10:{m:02d}:00] heartbeat: step={m}" for m in range(0, 60, 10)]
+    assert not [e for e in structure("\n".join(moving) + "\n").events if e.kind == "stall"]
+
+
+def test_completed_progress_bar_after_an_error_is_a_clean_exit():
+    text = ("Traceback (most recent call last):\n  File \"t.py\", line 1, in f\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n\n"
+            "retrying with batch size 16\n"
+            "Epoch 1: 100%|##########| 782/782 [03:10<00:00,  4.11it/s]\n")
+    assert structure(text).end_state.kind == "clean-exit"
+    unfinished = text.replace("782/782", "391/782").replace("100%", " 50%")
+    assert structure(unfinished).end_state.kind != "clean-exit"

@@ -64,6 +64,15 @@ def _syslog_ts(m: re.Match[str]) -> float | None:
 
 _YEARLESS_BASE = 0.0
 
+
+def _clock_ts(m: re.Match[str]) -> float | None:
+    # a time of day only: orders lines within a day (a run across midnight goes back)
+    h, mi, s = int(m.group("h")), int(m.group("mi")), int(m.group("s"))
+    if h > 23 or mi > 59 or s > 60:
+        return None
+    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
+    return h * 3600 + mi * 60 + s + frac + _YEARLESS_BASE
+
 Handler = Callable[[re.Match[str], Peeled], None]
 
 
@@ -113,7 +122,8 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"),
      _drop),
     ("dmesg", re.compile(r"\[\s*\d+\.\d{3,}\]\s?"), _drop),
-    ("clock", re.compile(r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+(?=\S)"), _drop),
+    ("clock", re.compile(r"\[?(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]?\s+(?=\S)"),
+     _ts(lambda m: _clock_ts(m))),
     # logger prefixes
     ("deepspeed", re.compile(r"\[" + _LEVEL + r"\]\s*(?:\[[\w./-]+:\d+:\w+\]\s*)?"), _drop),
     ("py-logging", re.compile(_LEVEL + r":[\w.<>-]*:\s?"), _drop),

@@ -73,6 +73,7 @@ class Structurer:
         self._terminate: tuple[Line, str] | None = None
         self._last_step_seq = 0
         self._last_ts: tuple[float, Line] | None = None
+        self._repeat: tuple[int, float, float, int, Line] | None = None
         self._last_phase: str | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
         self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
@@ -264,6 +265,8 @@ class Structurer:
     def _metrics(self, line: Line, text: str) -> None:
         low_has_loss = "loss" in text
         m_step = T.STEP_RE.search(text) if ("step" in text or "iter" in text) else None
+        if m_step and line.ts is not None:
+            self._same_step(int(m_step.group(1)), line)
         if m_step and low_has_loss:
             self._m["steps"] += 1
             self._m["last_step"] = int(m_step.group(1))
@@ -293,6 +296,15 @@ class Structurer:
                 with contextlib.suppress(ValueError):
                     self._m["toks_last"] = float(mt.group(1))
 
+    def _same_step(self, step: int, line: Line) -> None:
+        """A step number repeated by timestamped lines (heartbeats, a frozen bar): how
+        long the run has been at the same step."""
+        cur = self._repeat
+        if cur is None or cur[0] != step:
+            self._repeat = (step, line.ts or 0.0, line.ts or 0.0, 1, line)
+        else:
+            self._repeat = (step, cur[1], line.ts or cur[2], cur[3] + 1, line)
+
     # -- finishing -----------------------------------------------------------------
     def finish(self, sources: list[SourceInfo]) -> Structure:
         for s in self._streams.values():
@@ -311,6 +323,13 @@ class Structurer:
     def _stall(self, step_times: list[float]) -> None:
         """Progress stopped: the last timestamped line is far later than the last step,
         measured in the run's own step interval (needs timestamps on the lines)."""
+        rep = self._repeat
+        if rep is not None and rep[3] >= 3 and STALL_MIN_S <= rep[2] - rep[1] < 366 * 86400:
+            step, first, last, count, line = rep
+            self.out.events.append(Event("stall", line, {
+                "silent_s": round(last - first, 1), "step_interval_s": None, "factor": None,
+                "last_step": step, "repeats": count}))
+            return
         if len(step_times) < 5 or self._last_ts is None:
             return
         gaps = sorted(b - a for a, b in itertools.pairwise(step_times) if b >= a)
@@ -349,6 +368,8 @@ class Structurer:
         if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]):
             return st("clean-exit")
         excs = [e for e in self.out.exceptions if e.line.source == src.path]
+        if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
+            return st("clean-exit")  # the work finished after the error: it was handled
         if excs and excs[-1].has_traceback and excs[-1].line.seq > self._last_step_seq:
             return st("traceback")
         if any(T.ERROR_END_RE.search(x.text) for x in tail[-8:]) or (

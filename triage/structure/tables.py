@@ -50,6 +50,9 @@ CLEAN_EXIT_RE = re.compile(
     r"|^done\b|train_runtime|Training completed|=+ \d+ passed\b|\bSynced \S+:|\(success\)\.?$"
     r"|^Ran \d+ tests? in [\d.]+s$|^OK(?: \([\w ,=]+\))?$)")
 
+# a progress bar that reached its end: "100%|██████████| 782/782 [...]"
+BAR_DONE_RE = re.compile(r"100%\|[^|]*\|\s*(\d+)/\1\b")
+
 ERROR_END_RE = re.compile(
     r"\bKilled\b|Segmentation fault|core dumped|Aborted|Bus error|ChildFailedError"
     r"|exitcode\s*:\s*-?\d+|FAILED|Terminated|srun: error|CANCELLED|DUE TO TIME LIMIT")
