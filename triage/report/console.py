@@ -9,17 +9,10 @@ from rich.console import Console
 from rich.text import Text
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
+from triage.report.common import END_WORDS
 
 CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow",
               Confidence.POSSIBLE: "cyan"}
-END_WORDS = {
-    "clean-exit": "ended cleanly",
-    "traceback": "ends in a traceback",
-    "error": "ends in an error",
-    "cut-mid-line": "cut off mid-line",
-    "no-terminal-event": "stops with no terminal event",
-    "empty": "empty",
-}
 
 
 def _where(e: Evidence, single: bool = False) -> str:
