@@ -111,7 +111,7 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("kubectl", re.compile(r"\[pod/[\w.-]+/[\w.-]+\]\s"), _drop),
     ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)"), _drop),
     # timestamps
-    ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*)"), _ts(_iso_ts)),
+    ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*|(?<=\])(?=\[))"), _ts(_iso_ts)),
     ("glog", re.compile(
         r"\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
         r"(?:\.(?P<frac>\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]+:\d+\]\s?"), _ts(_glog_ts)),
@@ -129,6 +129,7 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("py-logging", re.compile(_LEVEL + r":[\w.<>-]*:\s?"), _drop),
     ("py-logging-dash", re.compile(r"-?\s*[\w.<>-]+ - " + _LEVEL + r" - "), _drop),
     ("hf-logging", re.compile(r"\[" + _LEVEL + r"\|[\w./-]+:\d+\]\s*(?:[\d\-: ,]+>>\s*)?"), _drop),
+    ("hydra", re.compile(r"\[[\w.-]+\]\[" + _LEVEL + r"\]\s*-\s*"), _drop),
     ("level-bracket", re.compile(r"\[\s*" + _LEVEL + r"\s*\]\s*"), _drop),
     ("level-word", re.compile(_LEVEL + r"(?:\s*[:|]\s*|\s+-\s+)(?=\S)"), _drop),
     ("logger-name", re.compile(r"[\w.]+\.py:\d+\]\s"), _drop),

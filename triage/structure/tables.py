@@ -69,7 +69,7 @@ EXC_LINE_RE = re.compile(
 # An exception mentioned on a line without its traceback (foreign prefixes tolerated).
 BARE_EXC_RE = re.compile(
     r"(?:^|[\s:\]>|])(?P<type>(?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|KeyboardInterrupt"
-    r"|SystemExit|ChildFailedError))(?::\s(?P<msg>.*))?$")
+    r"|SystemExit|ChildFailedError))(?::(?:\s(?P<msg>.*))?)?$")
 
 CPP_RAISED_RE = re.compile(r"Exception raised from (?P<where>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
