@@ -80,6 +80,7 @@ def test_heldout4_also_is_really_in_the_log() -> None:
         "checkpoint-save-failed": (b"PytorchStreamWriter", b"Error while serializing"),
         "disk-full": (b"No space left on device", b"StorageFull"),
         "xid-error": (b"NVRM: Xid",),
+        "dataloader-worker-crash": (b"exited unexpectedly",),
         "torch-compile-recompile-limit": (b"recompile_limit", b"cache_size_limit"),
     }
     for lb in acc.load_labels(HELDOUT4):
