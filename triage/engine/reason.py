@@ -33,6 +33,7 @@ class _Cand:
     first_seen: float = 0.0
     inferred: bool = False  # only end-state or fact clauses fired: nothing in the log says so
     facts: Mapping[str, Any] = field(default_factory=dict)
+    severity: str = "error"  # the rule's, or "error" when a clause that escalates fired
 
 
 def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
@@ -69,8 +70,16 @@ def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Can
         conf = max(f.confidence for f in fs)
         inferred = all(f.kind in ("end", "fact") for f in fs)
         cands[rid] = _Cand(rules[rid], fs, conf, _pick_evidence(fs), first_seen=when(fs[0]),
-                           inferred=inferred)
+                           inferred=inferred, severity=_severity(rules[rid], fs))
     return cands
+
+
+def _severity(rule: Rule, fs: list[Finding]) -> str:
+    names = {f.clause for f in fs}
+    for c in rule.clauses:
+        if c.severity == "error" and (c.name or f"match[{c.index}]") in names:
+            return "error"
+    return rule.severity
 
 
 def _pick_evidence(fs: list[Finding]) -> list[Evidence]:
@@ -129,7 +138,7 @@ SURVIVABLE_EXEMPT = {"numerics"}
 
 
 def _handled(c: _Cand, end: EndState) -> None:
-    if (c.rule.category in SURVIVABLE_EXEMPT or c.rule.severity == "warning"
+    if (c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning"
             or c.confidence == Confidence.POSSIBLE):
         return  # warnings are what they are, crash or not
     c.confidence = Confidence.POSSIBLE
@@ -153,8 +162,8 @@ def _explain(cands: dict[str, _Cand]) -> None:
     for b in cands.values():
         names = {b.rule.id, *b.rule.aliases}
         for a in roots:
-            if a is b or not names & set(a.rule.explains):
-                continue
+            if a is b or not names & set(a.rule.explains) or a.severity == "warning":
+                continue  # a warning (a recompile limit that only slowed the run) explains nothing
             if a.rule.id in b.rule.explains and b.first_seen < a.first_seen:
                 continue  # they explain each other: the earlier one leads
             if a.inferred and not b.inferred:
@@ -170,10 +179,10 @@ def _explain(cands: dict[str, _Cand]) -> None:
                     b.role, b.explained_by = "consequence", a.rule.id
                     break
     # a warning-level finding next to a real root cause contributes, it does not lead
-    has_error_root = any(c.role == "root-cause" and c.rule.severity == "error" and not c.inferred
+    has_error_root = any(c.role == "root-cause" and c.severity == "error" and not c.inferred
                          for c in cands.values())
     for c in cands.values():
-        if c.role == "root-cause" and c.rule.severity == "warning" and has_error_root:
+        if c.role == "root-cause" and c.severity == "warning" and has_error_root:
             c.role = "contributing"
 
 

@@ -24,7 +24,7 @@ TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yield
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
             "priority"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "frames", "event", "where", "end_state", "last_phase", "when", "note"}
+              "frames", "event", "where", "end_state", "last_phase", "when", "note", "severity"}
 UNLESS_KEYS = {"name", "literal", "regex", "icase", "scope"}
 EVIDENCE_KEYS = {"when", "effect", "because"}
 EXAMPLE_KEYS = {"fire", "quiet"}
@@ -53,6 +53,7 @@ class Clause:
     last_phases: tuple[str, ...] = ()
     when: tuple[Predicate, ...] = ()
     name: str = ""
+    severity: str | None = None  # overrides the rule's (a warning rule's hard-failure clause)
 
     def search(self, text: str) -> regex.Match[str] | None:
         """Full-regex check of a candidate text; a regex that times out is a miss."""
@@ -240,9 +241,13 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         when = _predicates(m["when"], p, f"{key}.when")
     if kind == "fact" and not when:
         raise RuleError(p, f"{key}.when", "required for a fact clause")
+    sev = m.get("severity")
+    if sev is not None and sev not in SEVERITIES:
+        raise RuleError(p, f"{key}.severity", f"must be one of {sorted(SEVERITIES)}")
     return Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
                   m.get("event"), where, end_states,
-                  tuple(_str_list(m, "last_phase", p, key + ".")), when, str(m.get("name", "")))
+                  tuple(_str_list(m, "last_phase", p, key + ".")), when, str(m.get("name", "")),
+                  sev)
 
 
 def _literals(m: dict[str, Any], p: str, key: str) -> list[str]:
