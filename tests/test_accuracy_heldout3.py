@@ -17,28 +17,14 @@ confirmed (3 of them a labelling gap, since fixed), 1/14 benign violations; 3 mi
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT3 = ROOT / "tests" / "corpus_heldout3"
 
 
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_accuracy_heldout3", ROOT / "bench" / "accuracy.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-acc = _load_bench()
+from accuracy_support import acc  # noqa: E402  (tests/ is on sys.path)
 
 
 def test_heldout3_is_big_and_covers_every_signature() -> None:
@@ -48,24 +34,6 @@ def test_heldout3_is_big_and_covers_every_signature() -> None:
     thin = {s: counts[s] for s in acc.CANONICAL if counts[s] < 2}
     assert not thin, f"canonical signatures with fewer than 2 logs: {thin}"
     assert counts[acc.BENIGN] >= 12
-
-
-def test_heldout3_labels_are_honest_and_alternates_rare() -> None:
-    labels = acc.load_labels(HELDOUT3)
-    for lb in labels:
-        assert lb.origin.startswith("composed in the style of"), f"{lb.path.name}: origin must say how it was made"
-        assert " from the exact message of " in lb.origin, f"{lb.path.name}: origin must name the library"
-        if lb.alternates:
-            assert lb.why, f"{lb.path.name}: an alternate needs a why"
-    assert sum(bool(lb.alternates) for lb in labels) <= len(labels) // 10
-
-
-def test_heldout3_is_new() -> None:
-    # a log byte-identical to one of the other corpora measures nothing new
-    seen = {p.read_bytes() for name in ("corpus", "corpus_heldout", "corpus_heldout2")
-            for p in (ROOT / "tests" / name / "logs").glob("*.log")}
-    same = [p.name for p in sorted((HELDOUT3 / "logs").glob("*.log")) if p.read_bytes() in seen]
-    assert not same, f"logs identical to another corpus: {same}"
 
 
 def test_heldout3_is_messy_and_hobbyist() -> None:
@@ -95,10 +63,3 @@ def test_heldout3_has_the_tools_it_claims() -> None:
     for tool in (b"llamafactory", b"unsloth", b"axolotl", b"trl", b"peft", b"diffusers", b"kohya",
                  b"bitsandbytes", b"auto_gptq", b"flash_attn", b"gradscaler", b"dev/shm", b"datasets"):
         assert tool in text, f"no log mentions {tool.decode()}"
-
-
-def test_cli_takes_heldout3(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = acc.main(["--corpus", str(HELDOUT3), "--only", "logs/ma_"])
-    out = capsys.readouterr().out
-    assert rc in (0, 1), out  # 2 would be a malformed corpus
-    assert "logs 2 (2 with a signature, 0 benign)" in out
