@@ -133,6 +133,20 @@ _QWEN3_06B = dict(
     mask_token_id=151669,
 )
 
+# What the real-size presets share: a local checkpoint, 5 draft layers (z-lab's drafters),
+# no target pretraining, and the SpecForge recipe's lr.
+_REAL_SIZE: dict = dict(
+    needs_checkpoint=True,
+    num_draft_layers=5,
+    block_size=16,
+    target_pretrain_steps=0,
+    data_vocab=4096,
+    min_len=1024,
+    prompt_len=64,
+    lr=6e-4,
+    eval_prompts=2,
+)
+
 PRESETS: dict[str, dict[str, Any]] = {
     # CPU in seconds: 6-layer d=64 target trained briefly on a Markov chain, 2-layer drafter.
     "tiny": {},
@@ -156,22 +170,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
     # Real sizes: shapes are read from the local checkpoint given with --target-path.
     "qwen3-0.6b": dict(
-        _QWEN3_06B,
-        needs_checkpoint=True,
-        num_draft_layers=5,
-        block_size=16,
-        target_pretrain_steps=0,
-        data_vocab=4096,
+        _QWEN3_06B, **_REAL_SIZE,
         seq_len=2048,
-        min_len=1024,
-        prompt_len=64,
         pad_multiple=256,
         batch_size=2,
         num_anchors=256,
-        lr=6e-4,
-        eval_prompts=2,
     ),
     "qwen3-8b": dict(
+        _REAL_SIZE,
         vocab_size=151936,
         hidden_size=4096,
         intermediate_size=12288,
@@ -182,19 +188,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         rope_theta=1_000_000.0,
         max_position=40960,
         mask_token_id=151669,
-        needs_checkpoint=True,
-        num_draft_layers=5,
-        block_size=16,
-        target_pretrain_steps=0,
-        data_vocab=4096,
         seq_len=3072,
-        min_len=1024,
-        prompt_len=64,
         pad_multiple=512,
         batch_size=4,
         num_anchors=512,
-        lr=6e-4,
-        eval_prompts=2,
     ),
 }
 
