@@ -9,7 +9,6 @@ import pytest
 
 from triage.engine import analyze, get_rules
 from triage.fixtures import discover
-from triage.ingest.reader import split_lines
 from triage.ingest.scan import Gap, LiteralScanner, windows
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
@@ -72,6 +71,3 @@ def test_scanner_engines_agree():
         res[engine] = {data.rfind(b"\n", 0, o) for o in sc.offsets(data)}
     assert len({frozenset(v) for v in res.values()}) == 1
 
-
-def test_split_lines_equivalence_sanity():
-    assert [r.data for r in split_lines([b"a\nb\n"])] == [b"a", b"b"]
