@@ -56,6 +56,11 @@ CANONICAL = (
     "truncated-unknown",
 )
 BENIGN = "none"
+# Signatures added after the first list (issue 14): real logs needed them. Kept apart so
+# the older corpora's per-signature coverage checks stay over the first list.
+ADDED = ("cuda-launch-failure", "fatal-signal")
+# No signature fits: the report must still lead with the root error line (label `root`).
+UNCLASSIFIED = "unclassified-error"
 
 
 class CorpusError(Exception):
@@ -73,6 +78,8 @@ class Label:
     evidence: Path | None = None
     origin: str = ""
     why: str = ""
+    source: str = ""  # the public thread a reconstructed log came from: owner/repo#N
+    root: str = ""  # unclassified-error: text of the root error line
 
     @property
     def accepted(self) -> frozenset[str]:
@@ -126,15 +133,20 @@ class Summary:
 def load_labels(corpus: Path = CORPUS) -> list[Label]:
     """Read and check labels.toml: known signatures, files that exist, no unlabelled log."""
     path = corpus / "labels.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise CorpusError(f"{path}: {e}") from None
-    known = set(CANONICAL) | {BENIGN}
+    # labels.toml, or one file per part under labels.d/ (several authors at once)
+    parts = ([path] if path.is_file() else []) + sorted(corpus.glob("labels.d/*.toml"))
+    data: dict[str, list[dict[str, Any]]] = {"log": []}
+    for part in parts or [path]:
+        try:
+            data["log"] += tomllib.loads(part.read_text(encoding="utf-8")).get("log", [])
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise CorpusError(f"{part}: {e}") from None
+    known = set(CANONICAL) | set(ADDED) | {BENIGN, UNCLASSIFIED}
     labels: list[Label] = []
     for i, raw in enumerate(data.get("log", [])):
         where = f"{path} [[log]] #{i + 1}"
-        unknown = set(raw) - {"path", "expected", "alternates", "also", "evidence", "origin", "why"}
+        unknown = set(raw) - {"path", "expected", "alternates", "also", "evidence", "origin", "why",
+                              "source", "root"}
         if unknown:
             raise CorpusError(f"{where}: unknown keys {sorted(unknown)}")
         for key in ("path", "expected", "origin"):
@@ -144,6 +156,8 @@ def load_labels(corpus: Path = CORPUS) -> list[Label]:
         bad = [s for s in sigs if s not in known]
         if bad:
             raise CorpusError(f"{where}: unknown signatures {bad}")
+        if raw["expected"] == UNCLASSIFIED and not raw.get("root"):
+            raise CorpusError(f"{where}: unclassified-error needs 'root' (the root error line's text)")
         if raw.get("alternates") and not raw.get("why"):
             raise CorpusError(f"{where}: alternates need a 'why'")
         log = corpus / raw["path"]
@@ -153,7 +167,8 @@ def load_labels(corpus: Path = CORPUS) -> list[Label]:
         if ev is not None and not ev.is_file():
             raise CorpusError(f"{where}: no evidence file {ev}")
         labels.append(Label(log, raw["expected"], tuple(raw.get("alternates", ())),
-                            tuple(raw.get("also", ())), ev, raw["origin"], raw.get("why", "")))
+                            tuple(raw.get("also", ())), ev, raw["origin"], raw.get("why", ""),
+                            raw.get("source", ""), raw.get("root", "")))
     if not labels:
         raise CorpusError(f"{path}: no [[log]] entries")
     dupes = {lb.path for lb in labels if sum(o.path == lb.path for o in labels) > 1}
@@ -234,7 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="score only logs whose path contains this text")
     ap.add_argument("--misses", action="store_true", help="print only logs that are not fully right")
     ap.add_argument("--json", type=Path, help="also write per-log results and totals as JSON here")
+    ap.add_argument("--check", action="store_true", help="only check the labels (no triage run, no score)")
     args = ap.parse_args(argv)
+    if args.check:
+        try:
+            n = len(load_labels(args.corpus))
+        except CorpusError as e:
+            print(f"accuracy: {e}", file=sys.stderr)
+            return 2
+        print(f"{n} labels ok")
+        return 0
     try:
         results, s = score(args.corpus, args.only)
     except CorpusError as e:
