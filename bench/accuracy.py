@@ -42,6 +42,7 @@ from triage.model import Confidence, Report  # noqa: E402
 CORPUS = ROOT / "tests" / "corpus"
 TOP1_MIN = 0.90
 TOP3_MIN = 0.97
+ROOT_LINE_MIN = 0.90
 
 # The canonical ids of shared/reference/signatures.md (kept here so the corpus can be
 # checked from a fresh clone, which has no shared/ folder).
@@ -100,6 +101,7 @@ class Result:
     wrong_confirmed: list[str] = field(default_factory=list)
     benign_violation: bool = False
     error: str = ""
+    root_line: bool | None = None  # labels with `root`: the top diagnosis's first evidence is it
 
     @property
     def benign(self) -> bool:
@@ -107,7 +109,8 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return self.top1 and not self.wrong_confirmed and not self.benign_violation and not self.error
+        return (self.top1 and not self.wrong_confirmed and not self.benign_violation and not self.error
+                and self.root_line is not False)
 
 
 @dataclass
@@ -123,11 +126,13 @@ class Summary:
     benign_violations: int
     errors: int
     seconds: float
+    root_logs: int = 0
+    root_line: float = 1.0
 
     @property
     def passed(self) -> bool:
         return (self.top1 >= TOP1_MIN and self.top3 >= TOP3_MIN and self.wrong_confirmed == 0
-                and self.benign_violations == 0 and self.errors == 0)
+                and self.benign_violations == 0 and self.errors == 0 and self.root_line >= ROOT_LINE_MIN)
 
 
 def load_labels(corpus: Path = CORPUS) -> list[Label]:
@@ -209,7 +214,12 @@ def score_one(label: Label, corpus: Path = CORPUS) -> Result:
     fine = label.accepted | set(label.also)
     wrong = [d.signature for d in report.diagnoses
              if d.confidence == Confidence.CONFIRMED and d.signature not in fine]
-    return Result(rel, label.expected, sorted(label.accepted), diags, top1, top3, wrong, violation)
+    root_line = None
+    if label.root:
+        first = report.diagnoses[0].evidence[0].text if report.diagnoses and report.diagnoses[0].evidence else ""
+        root_line = label.root in first
+    return Result(rel, label.expected, sorted(label.accepted), diags, top1, top3, wrong, violation,
+                  root_line=root_line)
 
 
 def score(corpus: Path = CORPUS, only: str | None = None) -> tuple[list[Result], Summary]:
@@ -226,7 +236,10 @@ def score(corpus: Path = CORPUS, only: str | None = None) -> tuple[list[Result],
         wrong_confirmed=sum(len(r.wrong_confirmed) for r in results),
         benign_violations=sum(r.benign_violation for r in ben),
         errors=sum(bool(r.error) for r in results),
-        seconds=time.perf_counter() - t0)
+        seconds=time.perf_counter() - t0,
+        root_logs=sum(r.root_line is not None for r in results),
+        root_line=(sum(bool(r.root_line) for r in results if r.root_line is not None)
+                   / max(1, sum(r.root_line is not None for r in results))))
     return results, summary
 
 
@@ -240,6 +253,8 @@ def _fmt(r: Result) -> str:
         extra += f"  WRONG-CONFIRMED {r.wrong_confirmed}"
     if r.error:
         extra += f"  ERROR {r.error}"
+    if r.root_line is False:
+        extra += "  ROOT-LINE-MISSED"
     return f"{mark} {r.path:<62} want {r.expected:<29} got {got}{extra}"
 
 
@@ -273,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"top-1 {s.top1:.3f} (goal >= {TOP1_MIN})   top-3 {s.top3:.3f} (goal >= {TOP3_MIN})")
     print(f"wrong confirmed {s.wrong_confirmed} (goal 0)   benign violations "
           f"{s.benign_violations}/{s.benign_logs} (goal 0)   crashes {s.errors}")
+    if s.root_logs:
+        print(f"root error line first evidence {s.root_line:.3f} of {s.root_logs} (goal >= {ROOT_LINE_MIN})")
     print("PASS" if s.passed else "FAIL")
     if args.json:
         payload = {"summary": asdict(s) | {"passed": s.passed},

@@ -35,6 +35,7 @@ SIGNATURES: tuple[tuple[str, str], ...] = (
     ("killed-by-signal", "process"),
     ("training-hang", "process"),
     ("truncated-unknown", "process"),
+    ("unclassified-error", "process"),
 )
 CANONICAL = {s for s, _ in SIGNATURES}
 

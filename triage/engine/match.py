@@ -11,6 +11,7 @@ from typing import Any
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
 from triage.model import EndState, Event, Evidence, ExceptionInfo, Finding, Line
+from triage.structure import root_exception
 
 MAX_FINDINGS_PER_RULE = 200
 CONTEXT = 2
@@ -115,9 +116,12 @@ class Matcher:
     def finish(self, exceptions: list[ExceptionInfo], events: list[Event], end: EndState,
                facts: Mapping[str, Any]) -> list[Finding]:
         """Match the structured clauses and return all findings (minus suppressed rules)."""
+        root = root_exception(exceptions)
         for rule in self.rules.values():
             for c in rule.clauses:
-                if c.kind == "exception":
+                if c.kind == "root-error":
+                    self._root_error(rule, c, root, end)
+                elif c.kind == "exception":
                     self._exceptions(rule, c, exceptions)
                 elif c.kind == "event":
                     self._events(c, events)
@@ -163,6 +167,20 @@ class Matcher:
                 continue
             self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(e.line), _order(e.line),
                               c.name or f"match[{c.index}]", e.line.ts, "exception"))
+
+    def _root_error(self, rule: Rule, c: Clause, root: ExceptionInfo | None, end: EndState) -> None:
+        if root is None or (c.end_states and end.kind not in c.end_states):
+            return
+        if not root.has_traceback and end.kind not in ("traceback", "error"):
+            return  # an error named in passing, with the run going on after it
+        if c.type_pattern is not None and not c.type_pattern.search(root.type):
+            return
+        if _unless_line(rule.unless, f"{root.type}: {root.message}"):
+            return
+        # the innermost frames say where it was raised
+        ctx = tuple(root.frames[-3:])
+        self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(root.line, ctx), _order(root.line),
+                          c.name or f"match[{c.index}]", root.line.ts, "exception"))
 
     def _events(self, c: Clause, events: list[Event]) -> None:
         for ev in events:

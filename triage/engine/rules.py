@@ -22,13 +22,15 @@ REGEX_TIMEOUT = 0.25  # seconds per regex call on one line; a ReDoS costs at mos
 
 TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yields", "fallback",
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
-            "priority"}
+            "priority", "generic"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
               "frames", "event", "where", "end_state", "last_phase", "when", "note", "severity"}
 UNLESS_KEYS = {"name", "literal", "regex", "icase", "scope"}
 EVIDENCE_KEYS = {"when", "effect", "because"}
 EXAMPLE_KEYS = {"fire", "quiet"}
-KINDS = {"line", "exception", "event", "end", "fact"}
+# root-error: the log's root exception (structure.root_exception), whatever its type;
+# the clause of a generic rule that names where a run failed when no rule names why
+KINDS = {"line", "exception", "event", "end", "fact", "root-error"}
 EFFECTS = {"confirm", "support", "weaken", "rule_out", "note"}
 SEVERITIES = {"error", "warning"}
 END_KINDS = {"clean-exit", "traceback", "error", "cut-mid-line", "no-terminal-event", "empty"}
@@ -100,6 +102,7 @@ class Rule:
     explains: tuple[str, ...] = ()
     yields: bool = False
     fallback: bool = False
+    generic: bool = False  # names no cause, only the error: stands when no specific rule does
     aliases: tuple[str, ...] = ()
     remedies: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
@@ -187,7 +190,8 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
         severity=severity, summary=str(data.get("summary", "")), path=p, clauses=clauses,
         unless=unless, evidence=evidence,
         explains=tuple(_str_list(data, "explains", p)), yields=bool(data.get("yields", False)),
-        fallback=bool(data.get("fallback", False)), aliases=tuple(_str_list(data, "aliases", p)),
+        fallback=bool(data.get("fallback", False)), generic=bool(data.get("generic", False)),
+        aliases=tuple(_str_list(data, "aliases", p)),
         remedies=tuple(_str_list(data, "remedies", p)), checks=tuple(_str_list(data, "checks", p)),
         docs=tuple(_str_list(data, "docs", p)), fire=tuple(fire), quiet=tuple(quiet),
         priority=float(data.get("priority", 0.0)),
@@ -222,6 +226,8 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
             frames_pattern = _compile(m.get("frames"), p, f"{key}.frames", False, required=False)
             if type_pattern is None and pattern is None:
                 raise RuleError(p, key, "an exception clause needs 'type' or 'message'")
+    if kind == "root-error":
+        type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
     where: dict[str, tuple[Any, ...]] = {}
     if kind == "event":
         if not isinstance(m.get("event"), str):

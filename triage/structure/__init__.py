@@ -405,3 +405,28 @@ def _signame(code: int) -> str | None:
         return _signal.Signals(-code).name
     except ValueError:
         return None
+
+
+def root_exception(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
+    """The log's root error: the first exception of the last failure's chain (the one
+    the others were raised while handling, or from), not a wrapper that only carries
+    another (ChildFailedError, a re-raise in the parent), and of the ranks that raised
+    the same error, the one that raised it first."""
+    excs = [e for e in exceptions if e.has_traceback] or list(exceptions)
+    real = [e for e in excs if not T.WRAPPER_TYPE_RE.search(e.type)]
+    if not real:
+        return None
+    last = real[-1]
+    root = last
+    for e in reversed(real[:-1]):
+        if (e.line.source, e.line.rank) != (root.line.source, root.line.rank):
+            continue
+        if root.chain_index > 0 and e.chain_index == root.chain_index - 1:
+            root = e
+        elif root.chain_index == 0:
+            break
+    head = root.message.split("\n", 1)[0]
+    same = [e for e in real if e.type == root.type and e.message.split("\n", 1)[0] == head]
+    timed = all(e.line.ts is not None for e in same)
+    return min(same, key=lambda e: (e.line.ts, e.line.seq) if timed else (0.0, e.line.seq))
+

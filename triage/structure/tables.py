@@ -71,6 +71,13 @@ BARE_EXC_RE = re.compile(
     r"(?:^|[\s:\]>|])(?P<type>(?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|KeyboardInterrupt"
     r"|SystemExit|ChildFailedError))(?::(?:\s(?P<msg>.*))?)?$")
 
+# Exceptions that only carry another one (a launcher's report of a child that failed, a
+# worker's error re-raised in the parent, a signal turned into an exception): never the
+# root error of a log when the error they carry is in it too.
+WRAPPER_TYPE_RE = re.compile(
+    r"(?:^|\.)(?:ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError"
+    r"|SignalException|SystemExit|BrokenProcessPool)$")
+
 CPP_RAISED_RE = re.compile(r"Exception raised from (?P<where>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 WHAT_RE = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)")
