@@ -239,7 +239,7 @@ def score(corpus: Path = CORPUS, only: str | None = None) -> tuple[list[Result],
         seconds=time.perf_counter() - t0,
         root_logs=sum(r.root_line is not None for r in results),
         root_line=(sum(bool(r.root_line) for r in results if r.root_line is not None)
-                   / max(1, sum(r.root_line is not None for r in results))))
+                   / n_root if (n_root := sum(r.root_line is not None for r in results)) else 1.0))
     return results, summary
 
 

@@ -21,6 +21,7 @@ SIGNATURES: tuple[tuple[str, str], ...] = (
     ("dataloader-worker-crash", "data"),
     ("cuda-illegal-memory-access", "gpu"),
     ("device-side-assert", "gpu"),
+    ("cuda-launch-failure", "gpu"),
     ("gpu-fell-off-bus", "hardware"),
     ("gpu-ecc-error", "hardware"),
     ("xid-error", "hardware"),
@@ -35,6 +36,7 @@ SIGNATURES: tuple[tuple[str, str], ...] = (
     ("killed-by-signal", "process"),
     ("training-hang", "process"),
     ("truncated-unknown", "process"),
+    ("fatal-signal", "process"),
     ("unclassified-error", "process"),
 )
 CANONICAL = {s for s, _ in SIGNATURES}
