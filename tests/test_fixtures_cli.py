@@ -252,3 +252,57 @@ def test_pre_commit_hook_runs_fixtures_check(log: Path, tmp_path: Path, capsys):
     exp = fx / "cuda-oom" / "001-nightly-run" / "expected.toml"
     exp.write_text(exp.read_text().replace('"cuda-oom"', '"nan-loss"', 1))
     assert main([*argv[1:], str(fx)]) == 1
+
+
+def test_unknown_expect_is_an_error_and_writes_nothing(log: Path, tmp_path: Path, capsys):
+    fx = tmp_path / "fx"
+    assert add(str(log), "--expect", "not-a-signature", "--dir", str(fx)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("triage: error:") and err.count("\n") == 1
+    assert "not-a-signature" in err and "triage rules list" in err
+    assert not fx.exists() or not any(fx.rglob("*"))
+    # a near miss names the id it probably meant
+    assert add(str(log), "--expect", "cuda-ooms", "--dir", str(fx)) == 2
+    assert "cuda-oom" in capsys.readouterr().err
+    assert not fx.exists() or not any(fx.rglob("*"))
+
+
+def test_expect_accepts_an_alias_and_files_it_under_the_rule_id(tmp_path: Path, capsys):
+    extra = tmp_path / "rules" / "demo"
+    extra.mkdir(parents=True)
+    (extra / "widget-jam.toml").write_text(
+        'id = "widget-jam"\ntitle = "Widget jammed"\ncategory = "demo"\n'
+        'aliases = ["old-widget-jam"]\n'
+        '[[match]]\nliteral = "WidgetJamError"\nregex = \'WidgetJamError: jammed\'\n'
+        '[examples]\nfire = ["WidgetJamError: jammed at step 3"]\nquiet = ["widget ok"]\n')
+    log = tmp_path / "jam.log"
+    log.write_text("step 1 loss 2.0\nstep 2 loss 1.9\nWidgetJamError: jammed at step 3\n")
+    fx = tmp_path / "fx"
+    assert add(str(log), "--expect", "old-widget-jam", "--rules", str(tmp_path / "rules"),
+               "--dir", str(fx)) == 0
+    capsys.readouterr()
+    exp = tomllib.loads((fx / "widget-jam" / "001-jam" / "expected.toml").read_text())
+    assert exp["diagnoses"][0]["signature"] == "widget-jam"
+    assert main(["fixtures", "check", str(fx), "--rules", str(tmp_path / "rules")]) == 0
+
+
+def test_redact_masks_the_wandb_key_and_all_masks_launcher_hosts(tmp_path: Path, capsys):
+    key = "9a8b7c6d5e4f30211203f4e5d6c7b8a9f0e1d2c3"
+    lines = crash_log().splitlines()
+    lines[3:3] = [f"wandb: W&B API key is configured: {key}",
+                  "gpu-node-17.cluster.example.com:24242:24242 [0] NCCL INFO Bootstrap : Using eth0",
+                  "SLURM_JOB_NODELIST=gpu-node-[16-17]"]
+    lines.append("srun: error: gpu-node-16: task 0: Exited with exit code 1")
+    log = tmp_path / "nightly-run.log"
+    log.write_text("\n".join(lines) + "\n")
+    fx = tmp_path / "fx"
+    assert add(str(log), "--expect", "cuda-oom", "--redact", "--dir", str(fx)) == 0
+    data = (fx / "cuda-oom" / "001-nightly-run" / "input.log").read_text()
+    assert key not in data and "W&B API key is configured: <WANDB_API_KEY_" in data
+    assert "gpu-node-17" in data  # the default mode masks secrets, not machines
+    assert add(str(log), "--expect", "cuda-oom", "--redact=all", "--dir", str(fx)) == 0
+    capsys.readouterr()
+    data = (fx / "cuda-oom" / "002-nightly-run" / "input.log").read_text()
+    assert key not in data and "gpu-node" not in data and "example.com" not in data
+    assert "<NODELIST_1>" in data and "srun: error: <HOST_" in data
+    assert main(["fixtures", "check", str(fx)]) == 0

@@ -80,6 +80,10 @@ SECRETS = [
     ("wandb: Currently logged in as: jane.doe@example-lab.org (team-x)", "jane.doe@example-lab.org",
      "EMAIL"),
     ("Author: Jane Doe <jane+ml@university.edu>", "jane+ml@university.edu", "EMAIL"),
+    # what wandb prints when the key comes from the environment or the netrc
+    (f"wandb: W&B API key is configured: {WANDB}", WANDB, "WANDB_API_KEY"),
+    (f"wandb: WANDB API key: local-{WANDB}", f"local-{WANDB}", "WANDB_API_KEY"),
+    (f"WANDB_API_KEY={WANDB} torchrun --nproc-per-node 8 train.py", WANDB, "WANDB_API_KEY"),
 ]
 
 # Lines that must come out unchanged, in both modes.
@@ -125,6 +129,21 @@ LOOK_ALIKES = [
     "wandb: View run at https://wandb.ai/team/proj/runs/abc123",
     "serving on http://localhost:8080, http://0.0.0.0:7860 and 127.0.0.1",
     "NCCL_SOCKET_IFNAME=eth0 NCCL_IB_HCA=mlx5_0:1",
+    "wandb: W&B API key is configured. Use `wandb login --relogin` to force relogin",
+    # library paths and frames: no host or user in them, whatever shape finds hosts
+    '  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/'
+    'errors/__init__.py", line 355, in wrapper',
+    "[E1129 17:30:01.000000 24243 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:616] "
+    "[Rank 1] Watchdog caught collective operation timeout",
+    "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 "
+    "(pid: 24242) of binary: /venv/bin/python",
+    "  time      : 2026-11-29_17:30:05",
+    "  rank      : 3 (local_rank: 3)",
+    "Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.2it/s]",
+    "NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/IB/0",
+    "x = torch.zeros(8, device='cuda:0'); moved to cuda:1",
+    # index-like brackets are not SLURM node lists (a learned `rank0` would eat every prefix)
+    "[rank0]: ranks[0-7] joined; layers[0-3] frozen on GPU[0-7]; a[0,1] = 2",
 ]
 
 # Lines for mode "all": (line, what must disappear, what must stay)
@@ -143,6 +162,40 @@ IDENTITIES = [
     ("alice@gpu-node-17:~/run$ python train.py", ["alice", "gpu-node-17"], ["python train.py"]),
     ("ssh trainer@10.20.30.40 -p 22", ["10.20.30.40"], ["ssh trainer@<IP_1> -p 22"]),
     ('File "/data/users/carol/run.py", line 3', ["carol"], ["/data/users/<USER_1>/run.py"]),
+    # NCCL's host:pid:tid [dev] prefix, whatever follows it and whatever the host's domain
+    ("gpu-node-17.cluster.example.com:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0]",
+     ["gpu-node-17", "example.com"], ["<HOST_1>:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3]"]),
+    ("gpu-node-17:24242:24299 [3] misc/socket.cc:50 NCCL WARN Net : Connection closed",
+     ["gpu-node-17"], ["<HOST_1>:24242:24299 [3] misc/socket.cc:50 NCCL WARN"]),
+    ("[rank3]:gpu-node-17:24242:24299 [3] transport/net_ib.cc:123 NCCL WARN NET/IB",
+     ["gpu-node-17"], ["[rank3]:<HOST_1>:24242"]),
+    # torchrun / elastic failure reports
+    ("  host      : gpu-node-17.cluster.example.com", ["gpu-node-17", "example.com"],
+     ["  host      : <HOST_1>"]),
+    ("  hostname : gpu-node-17", ["gpu-node-17"], ["  hostname : <HOST_1>"]),
+    ("torch.distributed.DistNetworkError: The client socket has timed out after 600s while "
+     "trying to connect to (gpu-node-01, 29500).", ["gpu-node-01"], ["(<HOST_1>, 29500)"]),
+    ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-node-01]:29500 "
+     "(errno: 110 - Connection timed out).", ["gpu-node-01"], ["[W socket.cpp:663]", "[<HOST_1>]:29500"]),
+    ("Rendezvous complete. rdzv_endpoint=gpu-node-01:29400 rdzv_backend=c10d",
+     ["gpu-node-01"], ["rdzv_endpoint=<HOST_1>:29400"]),
+    # SLURM: node lists and the lines srun and slurmstepd print
+    ("SLURM_JOB_NODELIST=gpu-node-[01-04,07]", ["gpu-node", "01-04"],
+     ["SLURM_JOB_NODELIST=<NODELIST_1>"]),
+    ("JobId=1234 NodeList=gpu-node-01,gpu-node-02 BatchHost=gpu-node-01",
+     ["gpu-node"], ["NodeList=<NODELIST_1> BatchHost=<HOST_1>"]),
+    ("Nodes gpu-a100-[001-016] are ready for job", ["gpu-a100"], ["Nodes <NODELIST_1> are ready"]),
+    ("srun: error: gpu-node-03: task 3: Exited with exit code 1", ["gpu-node-03"],
+     ["srun: error: <HOST_1>: task 3: Exited with exit code 1"]),
+    ("slurmstepd: error: *** JOB 1234 ON gpu-node-01 CANCELLED AT 2026-11-29T17:30:00 DUE TO "
+     "TIME LIMIT ***", ["gpu-node-01"], ["*** JOB 1234 ON <HOST_1> CANCELLED AT", "DUE TO TIME LIMIT"]),
+    ("srun: error: Node failure on gpu-node-05", ["gpu-node-05"], ["Node failure on <HOST_1>"]),
+    ("Running on host gpu-node-17", ["gpu-node-17"], ["Running on host <HOST_1>"]),
+    # FQDNs, under a documentation domain or a country's
+    ("ssh to gpu-node-17.cluster.example.com failed", ["gpu-node-17", "example.com"],
+     ["ssh to <HOST_1> failed"]),
+    ("login node ml-login-2.cs.uni-example.de refused", ["ml-login-2"], ["login node <HOST_1> refused"]),
+    ("  host      : trainer-master-0.svc.cluster.local", ["trainer-master-0"], ["host      : <HOST_1>"]),
 ]
 
 
@@ -223,3 +276,45 @@ def test_placeholders_are_never_masked_twice():
     once = redact(f"password={HF} url https://u:{HF}@h.example.io", "all")
     assert redact(once, "all") == once
     assert not re.search(r"<[A-Z_]+_\d+>_\d", once)
+
+
+def test_a_host_gets_one_placeholder_in_every_shape():
+    text = ("gpu-node-17:24242:24242 [0] NCCL INFO Bootstrap : Using eth0\n"
+            "  host      : gpu-node-17.cluster.example.com\n"
+            "rank 3 on gpu-node-17 died\n"
+            "SLURM_JOB_NODELIST=gpu-node-[16-17]\n"
+            "srun: error: gpu-node-16: task 0: Exited with exit code 1\n")
+    out = redact(text, "all").splitlines()
+    assert "gpu-node" not in "\n".join(out), out
+    ph = out[0].split(":", 1)[0]
+    assert re.fullmatch(r"<HOST_\d>", ph) and out[0].endswith(":24242:24242 [0] NCCL INFO Bootstrap : Using eth0")
+    assert out[1] == f"  host      : {ph}"  # the FQDN of the same machine
+    assert out[2] == f"rank 3 on {ph} died"
+    assert out[3] == "SLURM_JOB_NODELIST=<NODELIST_1>"
+    other = out[4].split()[2].rstrip(":")  # a host known from the list
+    assert re.fullmatch(r"<HOST_\d>", other) and other != ph
+    assert out[4] == f"srun: error: {other}: task 0: Exited with exit code 1"
+
+
+def test_report_strings_agree_whatever_their_order():
+    # a report's strings are redacted one by one: a host named by its shape in a later
+    # string must still be masked in an earlier one that mentions it bare
+    got = Redactor("all").redact_data(("rank 3 on gpu-node-17 died", "  host      : gpu-node-17"))
+    assert got == ("rank 3 on <HOST_1> died", "  host      : <HOST_1>")
+
+
+def test_a_private_key_cut_off_before_its_end_is_masked_to_the_end():
+    body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAAAAABAAABlwAAAAdzc2gtcn"
+    text = f"step 1 loss 2.0\n-----BEGIN OPENSSH PRIVATE KEY-----\n{body}"
+    out = redact(text)
+    assert "b3BlbnNzaC1" not in out and "AAAAdzc2gtcn" not in out
+    assert out.startswith("step 1 loss 2.0\n") and "<PRIVATE_KEY_1>" in out
+    assert out.count("\n") == text.count("\n")
+
+
+def test_frames_and_library_paths_survive_next_to_hosts():
+    frame = ('  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/'
+             'api.py", line 722, in run')
+    text = f"  host      : gpu-node-17\n{frame}\nnode gpu-node-17 lost\n"
+    out = redact(text, "all").splitlines()
+    assert out == ["  host      : <HOST_1>", frame, "node <HOST_1> lost"]

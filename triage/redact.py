@@ -12,13 +12,18 @@ is anchored on a recognisable prefix or context (`hf_`, `AKIA`, `WANDB_API_KEY=`
 `password`), never on "a long hex string", because logs are full of hex that is not
 secret: sha256 and md5 sums, git commit ids, UUIDs, pointers, PCI bus ids, NCCL comm ids.
 Redaction never adds or removes a line, so line numbers in a redacted log stay valid.
+
+Hosts are found by the shapes launchers print them in (NCCL's `host:pid:tid [dev]`
+prefix, torchrun's failure report and socket errors, SLURM node lists and srun and
+slurmstepd lines, `on host X`, fully qualified names), then masked wherever else they
+appear bare; a machine keeps one placeholder whether named short or fully qualified.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -46,8 +51,10 @@ PUBLIC_DOMAINS = frozenset({
     "google.com", "googleapis.com", "microsoft.com", "docker.io", "docker.com",
     "ubuntu.com", "debian.org", "kernel.org", "stackoverflow.com", "amazonaws.com",
     "openai.com", "anthropic.com", "gitlab.com", "bitbucket.org", "apple.com",
-    "example.com", "example.org", "example.net", "cloudflare.com", "mozilla.org",
+    "cloudflare.com", "mozilla.org",
 })
+# example.com/.org/.net are deliberately absent: they stand in for someone's real domain
+# (in docs and in logs people scrub by hand), so a name under them is a private machine.
 # Names that are roles, not people or machines: masking every occurrence of them would
 # mangle ordinary words ("ubuntu 22.04", "root cause").
 _GENERIC_NAMES = frozenset({
@@ -63,8 +70,24 @@ _CODE_ROOTS = frozenset({
     "pl", "keras", "self", "cls", "model", "args", "config", "imageio", "cv2", "PIL", "pil",
 })
 
+# Dotted names ending like source files are files (`socket.cc`, `ProcessGroupNCCL.cpp`),
+# never machines, even where a host could stand.
+_CODE_SUFFIXES = (".py", ".pyx", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh",
+                  ".so", ".rs", ".go", ".java", ".js", ".ts", ".sh", ".log", ".txt", ".json",
+                  ".yaml", ".yml", ".toml", ".pt", ".bin", ".safetensors")
+# What a device is called where `name:number` could look like a host and port.
+_DEVICE_NAMES = frozenset({"cuda", "cpu", "mps", "xla", "npu", "xpu", "hpu", "meta", "gpu"})
+# Country-code and newer top-level domains: only names of three labels or more under
+# them are taken for machines (`ml-login-2.cs.uni-example.de`); two (`model.de`) are too
+# easily something else.
+_CC_TLDS = ("de|uk|fr|nl|ch|at|se|fi|no|dk|it|es|pl|cz|jp|cn|kr|tw|sg|in|ca|au|nz|br|il"
+            "|eu|us|info|tech|site|xyz|app|host|systems|science|research")
+
 _HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST = rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*"
+# One item of a SLURM host list: gpu-node-[01-04,07], gpu[1-2]-ib, node07.
+_NODE_ITEM = r"[A-Za-z][A-Za-z0-9-]*(?:\[[0-9,-]+\][A-Za-z0-9-]*)*(?:\.[A-Za-z0-9-]+)*"
+_NODE_RANGES = r"\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\]"
 _IPV4_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _H16 = r"[0-9A-Fa-f]{1,4}"
 
@@ -76,6 +99,8 @@ class Detector:
 
     `keep(value, text, start)` returns True for a look-alike that must survive.
     `learn` marks names (hosts, users) whose other bare occurrences are masked too.
+    `expand(value)` names the hosts a value stands for (a SLURM node list): each is
+    learned as a host, and a value that stands for one host is masked as that host.
     """
 
     name: str
@@ -84,12 +109,14 @@ class Detector:
     mode: str = "secrets"
     keep: Callable[[str, str, int], bool] | None = None
     learn: bool = False
+    expand: Callable[[str], list[str]] | None = None
 
 
 def _d(name: str, regex: str, groups: dict[str, str] | None = None, *, mode: str = "secrets",
        keep: Callable[[str, str, int], bool] | None = None, flags: int = 0,
-       learn: bool = False) -> Detector:
-    return Detector(name, re.compile(regex, flags), groups or {"s": name}, mode, keep, learn)
+       learn: bool = False, expand: Callable[[str], list[str]] | None = None) -> Detector:
+    return Detector(name, re.compile(regex, flags), groups or {"s": name}, mode, keep, learn,
+                    expand)
 
 
 def _weak_value(value: str, text: str, start: int) -> bool:
@@ -120,10 +147,85 @@ def _public_or_code(value: str, text: str, start: int) -> bool:
 
 
 def _host_value(value: str, text: str, start: int) -> bool:
-    """Context-named hosts (`host: X`): keep numbers, generic words and public domains."""
+    """Hosts found by context or shape: keep numbers, generic words, device names, file
+    names and public domains."""
     if not re.search(r"[A-Za-z]", value) or len(value) < 3:
         return True
+    low = value.lower()
+    if low in _DEVICE_NAMES or low in _NOT_A_VALUE or low.endswith(_CODE_SUFFIXES):
+        return True
     return _public_or_code(value, text, start)
+
+
+# Words that, before `[0-7]`, name ranks, devices or layers, not machines: such a "list"
+# must not be learned, or every `[rank0]:` prefix would be masked as a host.
+_INDEXED_WORDS = frozenset({
+    "rank", "ranks", "localrank", "gpu", "gpus", "cuda", "device", "devices", "dev", "layer",
+    "layers", "head", "heads", "step", "steps", "epoch", "epochs", "shard", "shards", "stage",
+    "stages", "dim", "dims", "batch", "tp", "pp", "dp", "ep", "cp", "proc", "procs", "process",
+    "thread", "threads", "task", "tasks", "channel", "channels", "ring", "rings", "tensor",
+    "index", "indices", "idx", "id", "ids", "range", "item", "items", "slice", "block",
+    "blocks", "expert", "experts", "worker", "workers", "cpu", "cpus", "core", "cores",
+})
+
+
+def _not_a_node_list(value: str, text: str, start: int) -> bool:
+    """A bare `name[..]` is a node list only with a range in the brackets, or a comma
+    after a dashed prefix (`gpu-node-[01-04]`, `gpu-node-[01,03]`); never an index
+    (`x[3]`, `a[0,1]`) nor ranks or devices (`rank[0-7]`)."""
+    prefix = value.split("[", 1)[0]
+    if re.sub(r"[-_]", "", prefix.lower()) in _INDEXED_WORDS:
+        return True
+    ranged = re.search(r"\[[^\]]*\d-\d", value) is not None
+    if not ranged and not (prefix.endswith("-") and "," in value):
+        return True
+    return _host_value(value, text, start)
+
+
+MAX_EXPANDED = 4096  # hosts learned from one node list; a bigger list is masked, not learned
+
+
+def expand_nodelist(value: str) -> list[str]:
+    """The host names of a SLURM host list: `gpu-[01-03,07],login1` -> gpu-01, gpu-02,
+    gpu-03, gpu-07, login1 (zero padding as written). Empty when it would name more
+    than MAX_EXPANDED hosts."""
+    items = re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", value)
+    names: list[str] = []
+    for item in items:
+        parts = re.split(r"\[([^\]]*)\]", item)  # text, ranges, text, ranges, ...
+        expanded = [""]
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                expanded = [e + part for e in expanded]
+                continue
+            numbers: list[str] = []
+            for r in part.split(","):
+                lo, _, hi = r.partition("-")
+                if not lo.isdigit() or (hi and not hi.isdigit()):
+                    return []
+                stop = int(hi) if hi else int(lo)
+                if stop - int(lo) > MAX_EXPANDED:
+                    return []
+                numbers += [f"{n:0{len(lo)}d}" for n in range(int(lo), stop + 1)]
+            expanded = [e + n for e in expanded for n in numbers]
+            if len(expanded) > MAX_EXPANDED:
+                return []
+        names += expanded
+        if len(names) > MAX_EXPANDED:
+            return []
+    return names
+
+
+def host_key(value: str) -> str:
+    """What identifies a machine: the first label of a fully qualified name when it looks
+    like a machine's (`gpu-node-17` of `gpu-node-17.cluster.example.com`), so the short
+    and the long name get one placeholder; otherwise the whole name. Case-insensitive."""
+    low = value.lower().rstrip(".")
+    first = low.split(".", 1)[0]
+    if first != low and len(first) >= 3 and first not in _GENERIC_NAMES \
+            and re.search(r"[\d-]", first) and re.search(r"[a-z]", first):
+        return first
+    return low
 
 
 def _special_ipv4(value: str, text: str, start: int) -> bool:
@@ -150,8 +252,9 @@ _SECRET_VALUE = r"""[^\s'",;(){}\[\]]{6,}"""
 DETECTORS: tuple[Detector, ...] = (
     # --- multi-line blocks first: their bodies are base64 that later rows must not see
     _d("PRIVATE_KEY",
+       # a block cut off before its END line (a truncated log) is masked to the end
        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?P<s>[\s\S]*?)"
-       r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+       r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
     # --- tokens with a recognisable prefix
     _d("HF_TOKEN", r"(?<![A-Za-z0-9_])(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"),
     _d("GITHUB_TOKEN",
@@ -177,6 +280,9 @@ DETECTORS: tuple[Detector, ...] = (
        r"(?:WANDB_API_KEY" + _SEP + r"|wandb login\s+(?:--?[\w-]+(?:=\S+)?\s+)*"
        r"|--wandb[_-]api[_-]key[= ]\s*|wandb\.login\([^)\n]{0,80}?key\s*=\s*[\"'])"
        r"(?P<s>(?:local-)?[A-Za-z0-9_-]{40,})"),
+    _d("WANDB_API_KEY",  # wandb: W&B API key is configured: <40 hex> (key from env or netrc)
+       r"(?i:\b(?:W&B|wandb)[ _-]?API[ _-]?key)[^\n:=]{0,40}[:=]\s*[\"']?"
+       r"(?P<s>(?:local-)?[0-9a-f]{40,})(?![0-9A-Za-z])"),
     _d("WANDB_API_KEY",  # ~/.netrc: `machine api.wandb.ai login user password <40 hex>`
        r"(?<![\w-])password\s+(?P<s>(?:local-)?[0-9a-f]{40})(?![0-9A-Za-z])"),
     # --- passwords and credentials by context
@@ -211,21 +317,44 @@ DETECTORS: tuple[Detector, ...] = (
     _d("IP", r"(?<![\w:.])(?P<s>(?:" + _H16 + r":){7}" + _H16 + r"|(?:" + _H16 + r":){1,6}(?::"
        + _H16 + r"){1,6}|::" + _H16 + r"(?::" + _H16 + r"){0,5})(?![\w:]|\.\d)",
        mode="all", keep=_special_ipv6),
-    _d("HOST",  # named by context: host: X, hostname=X, MASTER_ADDR=X, --rdzv-endpoint X:port
-       r"(?i:\b(?:host(?:_?name)?|node_?name|master_?addr|SLURMD_NODENAME|SLURM_NODELIST))"
+    # SLURM host lists, by context (SLURM_JOB_NODELIST=, NodeList=, BatchHost=)
+    # and, bare, by their bracket shape: one placeholder for the list, each host learned
+    _d("NODELIST",
+       r"(?:\b(?:SLURM_(?:JOB_|STEP_)?NODELIST|SLURM_(?:STEP_)?NODENAME|SLURMD_NODENAME"
+       r"|SLURM_SUBMIT_HOST|SLURM_LAUNCH_NODE_IPADDR|(?:Req|Exc|Sched)?NodeList|BatchHost"
+       r"|nodelist|node_?list)" + _SEP + r")"
+       r"(?P<s>" + _NODE_ITEM + r"(?:," + _NODE_ITEM + r")*)(?![\w\[-])",
+       mode="all", keep=_host_value, expand=expand_nodelist),
+    _d("NODELIST", r"(?<![\w.\[-])(?P<s>[A-Za-z][A-Za-z0-9-]*" + _NODE_RANGES
+       + r"[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)(?![\w\[-])",
+       mode="all", keep=_not_a_node_list, expand=expand_nodelist),
+    _d("HOST",  # srun: error: gpu-node-03: task 3: Exited ...; srun: error: Node failure on X
+       r"\bsrun: error: (?:Node failure on )?(?P<s>" + _HOST + r")(?=: tasks? \d|\s*$)",
+       mode="all", keep=_host_value, learn=True, flags=re.M),
+    _d("HOST",  # slurmstepd: *** JOB 1234 ON gpu-node-01 CANCELLED AT ...
+       r"\*\*\* (?:JOB|STEP) [\w.+-]+ ON (?P<s>" + _HOST + r") CANCELLED",
+       mode="all", keep=_host_value, learn=True),
+    _d("HOST",  # named by context: host: X, hostname=X, MASTER_ADDR=X, rdzv_endpoint=X:port
+       r"(?i:\b(?:host(?:_?name)?|node_?name|master_?addr(?:ess)?|rdzv_?endpoint|local_?addr))"
        + _SEP + r"(?P<s>" + _HOST + r")(?![\w-])",
        mode="all", keep=_host_value, learn=True),
     _d("HOST", r"--(?:master[_-]addr|rdzv[_-]endpoint|hostname)[= ](?P<s>" + _HOST + r")(?![\w-])",
        mode="all", keep=_host_value, learn=True),
-    _d("HOST",  # NCCL's line prefix: gpu-node-17:1234:1234 [0] NCCL INFO ...
-       r"(?m)(?:^|\]:\s?|\s)(?P<s>[A-Za-z][A-Za-z0-9.-]*):\d+:\d+ \[\d+\] NCCL",
+    _d("HOST",  # NCCL's line prefix, host:pid:tid [cudaDev], before INFO or a source file
+       r"(?m)(?:^|[\]:]\s?|\s)(?P<s>[A-Za-z][A-Za-z0-9.-]*):\d+:\d+ \[\d+\] ",
        mode="all", keep=_host_value, learn=True),
+    _d("HOST",  # c10d: failed to connect to [gpu-node-01]:29500 / to (gpu-node-01, 29500)
+       r"\bconnect(?:ing|ed)? to (?:\[(?P<s>" + _HOST + r")\]:\d{1,5}|\((?P<t>" + _HOST
+       + r"), \d{1,5}\))", {"s": "HOST", "t": "HOST"}, mode="all", keep=_host_value, learn=True),
     _d("HOST", r"\b(?:on|from|to) (?:host|node|machine) (?P<s>" + _HOST + r")(?![\w-])",
        mode="all", keep=_host_value, learn=True),
     _d("HOST",  # fully qualified names under common or internal suffixes
        r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.)+(?:com|net|org|io|ai|dev|edu|gov|cloud"
        r"|internal|lan|corp|intra|cluster\.local))(?![\w-]|\.\w)",
        mode="all", keep=_public_or_code, learn=True),
+    _d("HOST",  # ... and under a country's (three labels or more: see _CC_TLDS)
+       r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.){2,}(?:" + _CC_TLDS + r"))(?![\w-]|\.\w)",
+       mode="all", keep=_host_value, learn=True),
 )
 
 
@@ -241,7 +370,9 @@ class Redactor:
     mode: str = "secrets"
     _seen: dict[str, str] = field(default_factory=dict)
     _counts: dict[str, int] = field(default_factory=dict)
-    _learned: dict[str, str] = field(default_factory=dict)
+    _learned: dict[str, str] = field(default_factory=dict)  # name -> kind, masked where bare
+    _hosts: dict[str, str] = field(default_factory=dict)  # host_key -> placeholder
+    _learned_re: re.Pattern[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -253,12 +384,21 @@ class Redactor:
         return dict(self._seen)
 
     def placeholder(self, kind: str, value: str) -> str:
-        """The placeholder for `value`: the same value always gets the same one."""
+        """The placeholder for `value`: the same value always gets the same one, and a
+        host gets one for its short and its fully qualified name (see `host_key`)."""
         ph = self._seen.get(value)
-        if ph is None:
+        if ph is not None:
+            return ph
+        key = host_key(value) if kind == "HOST" else None
+        if key is not None and key in self._hosts:
+            ph = self._hosts[key]
+        else:
             n = self._counts.get(kind, 0) + 1
             self._counts[kind] = n
-            ph = self._seen[value] = f"<{kind}_{n}>"
+            ph = f"<{kind}_{n}>"
+            if key is not None:
+                self._hosts[key] = ph
+        self._seen[value] = ph
         return ph
 
     def redact(self, text: str) -> str:
@@ -274,16 +414,24 @@ class Redactor:
     def redact_data(self, obj: T) -> T:
         """Redact every string inside `obj`: dataclasses (a `Report`), tuples, lists and
         dicts are rebuilt; other values pass unchanged. Views render the redacted data
-        and escape placeholders like any text, so XML and Markdown stay well-formed."""
+        and escape placeholders like any text, so XML and Markdown stay well-formed.
+
+        Every string is read once before any is masked: a host that one string names by
+        its shape is then masked in an earlier string that mentions it bare."""
+        for text in _strings(obj):
+            self.redact(text)  # learn names and number placeholders in reading order
+        return self._redact_obj(obj)
+
+    def _redact_obj(self, obj: T) -> T:
         if isinstance(obj, str):
             return self.redact(obj)  # type: ignore[return-value]
         if isinstance(obj, tuple | list):
-            return type(obj)(self.redact_data(x) for x in obj)  # type: ignore[return-value]
+            return type(obj)(self._redact_obj(x) for x in obj)  # type: ignore[return-value]
         if isinstance(obj, dict):
-            return {self.redact_data(k): self.redact_data(v)  # type: ignore[return-value]
+            return {self._redact_obj(k): self._redact_obj(v)  # type: ignore[return-value]
                     for k, v in obj.items()}
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            changes = {f.name: self.redact_data(getattr(obj, f.name))
+            changes = {f.name: self._redact_obj(getattr(obj, f.name))
                        for f in dataclasses.fields(obj) if f.init}
             return dataclasses.replace(obj, **changes)  # type: ignore[return-value]
         return obj
@@ -304,11 +452,19 @@ class Redactor:
                 continue
             if group == "s" and det.name == "SECRET" and "k" in m.groupdict():
                 kind = _secret_kind(m.group("k"))
+            if det.expand is not None:
+                hosts = det.expand(value)
+                for host in hosts:
+                    self._learn(host, "HOST")
+                if hosts == [value]:  # a "list" of one host is that host
+                    kind = "HOST"
             ph = self.placeholder(kind, value)
             if det.name == "PRIVATE_KEY":
                 ph = _keep_newlines(value, ph)
-            elif det.learn and len(value) >= 3 and value.lower() not in _GENERIC_NAMES:
-                self._learned[value] = ph
+            elif det.learn:
+                self._learn(value, kind)
+                if kind == "HOST" and host_key(value) != value.lower().rstrip("."):
+                    self._learn(host_key(value), kind)  # the short name, said bare
             spans.append((m.start(group) - m.start(), m.end(group) - m.start(), ph))
         if not spans:
             return m.group(0)
@@ -317,11 +473,39 @@ class Redactor:
             out = out[:start] + ph + out[end:]
         return out
 
+    def _learn(self, name: str, kind: str) -> None:
+        """Mask `name` wherever else it appears bare (generic words excepted)."""
+        if len(name) >= 3 and name.lower() not in _GENERIC_NAMES \
+                and not PLACEHOLDER_RE.fullmatch(name):
+            self._learned.setdefault(name, kind)
+            self._learned_re = None
+
     def _replace_learned(self, text: str) -> str:
         """Mask other bare occurrences of hosts and users named somewhere by context."""
-        names = sorted(self._learned, key=len, reverse=True)
-        pat = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
-        return pat.sub(lambda m: self._learned[m.group(0)], text)
+        pat = self._learned_re
+        if pat is None:
+            names = sorted(self._learned, key=len, reverse=True)
+            pat = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names)
+                             + r")(?![\w-])")
+            self._learned_re = pat
+        return pat.sub(lambda m: self.placeholder(self._learned[m.group(0)], m.group(0)), text)
+
+
+def _strings(obj: object) -> Iterator[str]:
+    """Every string inside `obj`, in the order `Redactor.redact_data` visits them."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, tuple | list):
+        for x in obj:
+            yield from _strings(x)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            if f.init:
+                yield from _strings(getattr(obj, f.name))
 
 
 def _secret_kind(key: str) -> str:

@@ -4,6 +4,11 @@ A testsuite named `triage`, one testcase per diagnosis (classname `triage.<categ
 name the signature). Root causes (and contributing causes) at likely or confirmed are
 `<failure>`s; possible causes and consequences pass, with their text in system-out, so
 a guess never turns a build red. A log with no diagnosis is one passing testcase.
+
+The output validates against the strict schema Jenkins' xUnit plugin checks reports with
+(junit-10.xsd): a testcase takes only name, classname and time here (no `file`/`line`:
+that schema rejects them), so where a diagnosis points is written in its failure message
+and on the first line of its text; every testsuite carries `errors`.
 """
 
 from __future__ import annotations
@@ -23,8 +28,18 @@ def xml_text(text: str) -> str:
     return _XML_BAD.sub("\ufffd", text)
 
 
-def _details(d: Diagnosis) -> str:
+def _at(d: Diagnosis, r: Report) -> str:
+    """`path:line` (or `path`) where a diagnosis points, "" when nowhere."""
+    path, line = location(d, r)
+    if not path:
+        return ""
+    return f"{path}:{line}" if line else path
+
+
+def _details(d: Diagnosis, at: str) -> str:
     lines = [f"{d.title} ({d.signature}): {d.confidence.label}, {d.role}"]
+    if at:
+        lines.append(f"at: {at}")
     if d.explained_by:
         lines.append(f"consequence of: {d.explained_by}")
     if d.summary:
@@ -46,20 +61,15 @@ def _details(d: Diagnosis) -> str:
 
 
 def _case(suite: ET.Element, d: Diagnosis, r: Report) -> bool:
-    path, line = location(d, r)
-    attrs = {"classname": f"triage.{d.category or 'diagnosis'}", "name": d.signature,
-             "time": "0"}
-    if path:
-        attrs["file"] = xml_text(path)
-    if line:
-        attrs["line"] = str(line)
-    case = ET.SubElement(suite, "testcase", attrs)
-    text = xml_text(_details(d))
+    at = _at(d, r)
+    case = ET.SubElement(suite, "testcase", {
+        "classname": f"triage.{d.category or 'diagnosis'}", "name": d.signature, "time": "0"})
+    text = xml_text(_details(d, at))
     failed = is_failure(d)
     if failed:
+        message = f"{d.title} ({d.signature}, {d.confidence.label})"
         fail = ET.SubElement(case, "failure", {
-            "message": xml_text(f"{d.title} ({d.signature}, {d.confidence.label})"),
-            "type": d.signature})
+            "message": xml_text(f"{message} at {at}" if at else message), "type": d.signature})
         fail.text = text
     else:
         ET.SubElement(case, "system-out").text = text
