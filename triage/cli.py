@@ -21,6 +21,21 @@ from triage.errors import ExitCode, TriageError
 
 FORMATS = ("console", "json", "markdown", "sarif", "junit", "github")
 LEVELS = ("confirmed", "likely", "possible")
+RULES_HELP = "an extra folder of rules (repeatable)"
+
+# Shown by `triage logs --help`: what a script can rely on, and the three commonest uses.
+LOGS_EPILOG = """\
+exit codes:
+  0  ran (no diagnosis reached --fail-on)
+  1  --fail-on reached: a cause at that confidence or surer
+  2  usage or input error (one line on stderr)
+  3  internal error (--debug shows the traceback)
+
+examples:
+  triage logs train.log                             # one log: the root cause first
+  triage logs logs/ --format json -o report.json    # a folder of per-rank logs, as JSON
+  triage logs train.log --redact --fail-on likely   # in CI: exit 1 on a real crash
+"""
 
 # Subcommands living in their own modules: each has `register(subparsers)`.
 PLUGINS = ("triage.evidence.cli", "triage.fixtures.cli", "triage.watch.cli", "triage.repro.cli")
@@ -37,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
-    logs = sub.add_parser("logs", help="triage log files, folders of per-rank logs, or - (stdin)")
+    logs = sub.add_parser("logs", help="triage log files, folders of per-rank logs, or - (stdin)",
+                          description="Read training logs and print the root cause first, "
+                                      "with its evidence, what it explains, the check that "
+                                      "confirms it and the fix.",
+                          epilog=LOGS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     logs.add_argument("paths", nargs="+", help="log files, folders, .gz/.zst, or - for stdin")
     add_output_options(logs)
     logs.add_argument("--evidence", metavar="SNAPSHOT",
@@ -46,8 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="take an evidence snapshot of this machine now and use it")
     logs.add_argument("--python", metavar="PATH",
                       help="with --probe: the training run's interpreter (default: this one)")
-    logs.add_argument("--rules", metavar="DIR", action="append", type=Path,
-                      help="an extra folder of rules (repeatable)")
+    logs.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
     speed = logs.add_mutually_exclusive_group()
     speed.add_argument("--quick", action="store_true",
                        help="a first verdict from the tail of each file only")
@@ -58,20 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list, show, lint or export the rules")
     rsub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rl = rsub.add_parser("list", help="signatures, rules and fixture coverage")
-    rl.add_argument("--rules", metavar="DIR", action="append", type=Path)
-    rl.add_argument("--format", choices=("console", "json"), default="console")
+    rl.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
+    rl.add_argument("--format", choices=("console", "json"), default="console",
+                    help="a table (default) or JSON rows")
     rl.set_defaults(func=cmd_rules_list)
     rs = rsub.add_parser("show", help="one rule in full")
-    rs.add_argument("id")
-    rs.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rs.add_argument("id", help="a signature id or alias (see: triage rules list)")
+    rs.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
     rs.set_defaults(func=cmd_rules_show)
     rlint = rsub.add_parser("lint", help="check rules for speed and precision")
-    rlint.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rlint.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
     rlint.add_argument("--only", action="store_true", help="lint only the --rules folders")
     rlint.set_defaults(func=cmd_rules_lint)
     rexp = rsub.add_parser("export", help="print the rules' patterns for other tools")
     rexp.add_argument("--grep", action="store_true", help="as grep -E patterns, one per line")
-    rexp.add_argument("--rules", metavar="DIR", action="append", type=Path)
+    rexp.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
     rexp.set_defaults(func=cmd_rules_export)
 
     for mod in PLUGINS:
@@ -84,13 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", "-f", choices=FORMATS, default="console")
+    """The options every report-printing command shares: format, gate, redaction, layout."""
+    p.add_argument("--format", "-f", choices=FORMATS, default="console",
+                   help="console (default), json (triage.report/1), markdown, sarif, junit "
+                        "or github annotations")
     p.add_argument("--fail-on", choices=LEVELS, metavar="LEVEL",
                    help="exit 1 when a diagnosis reaches this confidence (confirmed|likely|possible)")
     p.add_argument("--redact", nargs="?", const="secrets", choices=("secrets", "all"),
                    help="mask tokens, keys and emails (all: also hosts, IPs, home paths)")
     p.add_argument("--width", type=int, help="console width")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the console view (auto: when stdout is a terminal)")
     p.add_argument("--verbose", "-v", action="store_true", help="all evidence, checks and docs")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
 
@@ -177,13 +200,17 @@ def emit(report: object, args: argparse.Namespace) -> None:
 
 
 def fail_on_code(report: object, level: str | None) -> int:
+    """Exit 1 when a cause (not a consequence) reaches `level`, else 0."""
     from triage.model import Confidence, Report
 
     assert isinstance(report, Report)
     if not level:
         return ExitCode.OK
     want = Confidence.parse(level)
-    hit = any(d.confidence >= want and d.role != "consequence" for d in report.diagnoses)
+    # a log that just stops (truncated-unknown) is a state, not a cause: a healthy
+    # excerpt of a run still going must pass a gate, whatever the level
+    hit = any(d.confidence >= want and d.role != "consequence" and not d.fallback
+              for d in report.diagnoses)
     return ExitCode.FAIL_ON if hit else ExitCode.OK
 
 

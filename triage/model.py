@@ -149,6 +149,9 @@ class Diagnosis:
     category: str = ""
     ranks: tuple[int, ...] = ()  # every rank it was seen on (evidence is capped)
     occurrences: int = 0
+    # A fallback rule (truncated-unknown) states how the log ends, not a cause: views show
+    # it apart from the causes and --fail-on never counts it.
+    fallback: bool = False
 
 
 @dataclass(frozen=True, slots=True)

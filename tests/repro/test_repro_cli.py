@@ -7,7 +7,7 @@ import sys
 
 
 def test_list_names_at_least_six_cpu_scenarios(repro):
-    code, rows, err = repro("--list")
+    code, rows, err = repro("--list", "--json")
     assert code == 0, err
     cpu = [r for r in rows if r["device"] == "cpu"]
     assert len(cpu) >= 6

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from triage.engine.match import Matcher
+from triage.engine.placeholders import fill_diagnoses, shell_paths
 from triage.engine.reason import diagnose
 from triage.engine.rules import Rule, load_rules
 from triage.ingest import Ingest, expand_paths
@@ -76,6 +77,7 @@ class Analysis:
         findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts)
         diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
         diags, straggler_notes = name_stragglers(diags, findings, st)
+        diags = fill_diagnoses(diags, sources, facts, st.events)
         logged = any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")
                      for d in diags for e in d.evidence)
         all_notes = list(notes) + straggler_notes + _notes(st, facts, sources, logged)
@@ -266,10 +268,12 @@ def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
                      f"({end.last_text[-60:]!r}){where}: the writer stopped without finishing "
                      "the line.")
     if end.truncated and not logged_error and not any(e.has_traceback for e in st.exceptions):
-        notes.append("No traceback or error message is in the log: stderr was probably not "
-                     "captured, or the process was killed. Next time run with "
-                     "`... 2>&1 | tee train.log`, or under `triage watch --tmux SESSION`, "
-                     "which keeps the output of a pane that dies.")
+        # Conditional on purpose: a healthy excerpt (a run still going) ends the same way.
+        log = shell_paths(s.path for s in sources[:1])
+        notes.append("No traceback or error message is in the log. If the run is gone, stderr "
+                     "was probably not captured, or the process was killed: next time run "
+                     f"`<your launch command> 2>&1 | tee -a {log}`, or under "
+                     "`triage watch --tmux SESSION`, which keeps the output of a pane that dies.")
     mem = facts.get("gpu.all.memory_used_mib")
     if isinstance(mem, list) and mem and all(isinstance(m, int | float) and m == 0 for m in mem):
         notes.append(f"All {len(mem)} GPUs are at 0 MiB: the training processes are gone, "

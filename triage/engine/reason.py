@@ -148,7 +148,21 @@ def _handled(c: _Cand, end: EndState) -> None:
 
 
 def _fallbacks(cands: dict[str, _Cand]) -> None:
-    """Fallback rules (truncated-unknown) stay only when nothing else is likely."""
+    """Fallback rules (truncated-unknown) stay only when nothing else is likely. A generic
+    rule (unclassified-error: the root error, whatever it is) stays only when no specific
+    rule names a cause it does not itself explain, and none matched its very line."""
+    for g in [c for c in cands.values() if c.rule.generic]:
+        lines = {(e.source, e.line) for e in g.evidence}
+        for c in cands.values():
+            if c is g or c.rule.generic or c.rule.fallback:
+                continue
+            on_line = any((e.source, e.line) in lines for e in c.evidence)
+            names = {c.rule.id, *c.rule.aliases}
+            causes = (not c.rule.yields and c.severity == "error" and c.confidence >= Confidence.LIKELY
+                      and not names & set(g.rule.explains) and not c.inferred)
+            if on_line or causes:
+                del cands[g.rule.id]
+                break
     strong = any(not c.rule.fallback and c.confidence >= Confidence.LIKELY for c in cands.values())
     for rid in [r for r, c in cands.items() if c.rule.fallback]:
         if strong:
@@ -174,8 +188,10 @@ def _explain(cands: dict[str, _Cand]) -> None:
             break
         if b.role == "root-cause" and b.rule.yields:
             for a in roots:
+                # the root error (generic) is what a launcher's report of a failed child
+                # carries, however unsure its cause
                 if (a is not b and not a.rule.yields and not a.rule.fallback and not a.inferred
-                        and not _weaker_guess(a, b)):
+                        and (a.rule.generic or not _weaker_guess(a, b))):
                     b.role, b.explained_by = "consequence", a.rule.id
                     break
     # a warning-level finding next to a real root cause contributes, it does not lead
@@ -214,7 +230,7 @@ def _to_diagnosis(c: _Cand) -> Diagnosis:
         remedies=tuple(fill_facts(x, c.facts) for x in r.remedies),
         docs=r.docs, first_seen=c.first_seen, category=r.category,
         ranks=tuple(sorted({f.evidence.rank for f in c.findings if f.evidence.rank is not None})),
-        occurrences=len(c.findings))
+        occurrences=len(c.findings), fallback=r.fallback)
 
 
 ROLE_ORDER = {"root-cause": 0, "contributing": 1, "consequence": 2}

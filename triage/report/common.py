@@ -27,8 +27,35 @@ def level(d: Diagnosis) -> str:
 
 
 def is_failure(d: Diagnosis) -> bool:
-    """A cause that a CI gate should fail on: a root cause at likely or confirmed."""
-    return d.role != "consequence" and d.confidence >= Confidence.LIKELY
+    """A cause that a CI gate should fail on: a root cause at likely or confirmed (never
+    the state of a log that just stops, which is not a cause)."""
+    return d.role != "consequence" and not d.fallback and d.confidence >= Confidence.LIKELY
+
+
+def causes(r: Report) -> list[Diagnosis]:
+    """The diagnoses ranked as causes: roots and contributors, without the state of a log
+    that just stops (truncated-unknown), which views say apart."""
+    return [d for d in r.diagnoses if d.role != "consequence" and not d.fallback]
+
+
+def stop_state(r: Report) -> Diagnosis | None:
+    """The fallback diagnosis that says the log stops with nothing wrong in it, if any."""
+    return next((d for d in r.diagnoses if d.fallback), None)
+
+
+def how_it_stops(r: Report) -> str:
+    """"ends while training (still running, or cut off)": what is true of a log that
+    stops with no failure in it, and the two readings that only the machine can tell."""
+    phase = r.end_state.last_phase
+    during = f" while {phase.replace('-', ' ')}" if phase else ""
+    if r.end_state.kind == "cut-mid-line":
+        return f"stops mid-line{during} (still being written, or cut off)"
+    return f"ends{during} (still running, or cut off)"
+
+
+def plural(n: int, word: str) -> str:
+    """"1 line", "2 lines"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def log_evidence(d: Diagnosis) -> list[Evidence]:
@@ -73,7 +100,7 @@ def ranges(ranks: tuple[int, ...] | list[int]) -> str:
 
 def describe_log(r: Report) -> str:
     """"104 lines; ranks 0-7; ends in a traceback while training"."""
-    bits = [f"{sum(s.lines for s in r.sources)} lines"]
+    bits = [plural(sum(s.lines for s in r.sources), "line")]
     if r.ranks:
         bits.append(f"ranks {ranges(r.ranks)}")
     end = END_WORDS.get(r.end_state.kind, r.end_state.kind)
@@ -86,6 +113,14 @@ def describe_log(r: Report) -> str:
 def verdict(r: Report) -> str:
     """One sentence: the top diagnosis and how sure it is, or that nothing matched (and
     then the error the log ends with, recognised or not)."""
+    roots = causes(r)
+    state = stop_state(r)
+    if state is not None and not any(d.confidence > Confidence.POSSIBLE for d in roots):
+        if not roots:
+            return f"No failure is in this log: it {how_it_stops(r)}."
+        named = ", ".join(d.signature for d in roots[:3]) + (", ..." if len(roots) > 3 else "")
+        return (f"No error is in this log: it {how_it_stops(r)}; nothing in it proves a "
+                f"cause. Possible: {named}.")
     top = r.top
     if top is None:
         if r.end_state.kind == "clean-exit":

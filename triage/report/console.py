@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
-from triage.report.common import END_WORDS
+from triage.report.common import END_WORDS, causes, plural, stop_state, verdict
 
 CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow",
               Confidence.POSSIBLE: "cyan"}
@@ -35,7 +35,7 @@ def _clip(text: str, n: int) -> str:
 def _header(r: Report) -> Text:
     names = ", ".join(s.path for s in r.sources[:3]) + (" ..." if len(r.sources) > 3 else "")
     lines = sum(s.lines for s in r.sources)
-    bits = [f"{lines} lines"]
+    bits = [plural(lines, "line")]
     if r.ranks:
         bits.append(f"ranks {_ranges(r.ranks)}")
     end = END_WORDS.get(r.end_state.kind, r.end_state.kind)
@@ -65,6 +65,12 @@ def _ranges(ranks: tuple[int, ...]) -> str:
 def _verdict(r: Report) -> Text:
     top = r.top
     t = Text()
+    if stop_state(r) is not None and top is not None and top.confidence == Confidence.POSSIBLE:
+        # how the log stops is a state, not a cause: say what is true, not "most likely"
+        head, _, rest = verdict(r).partition(": ")
+        t.append(head + ": ", style="bold")
+        t.append(rest)
+        return t
     if top is None:
         if r.end_state.kind == "clean-exit":
             t.append("No failure found: the run ended cleanly.", style="green")
@@ -142,6 +148,17 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
     return out
 
 
+def _state(console: Console, d: Diagnosis, verbose: bool) -> None:
+    """The checks that tell whether a log that just stops is a run still going or one
+    that died, and why: shown apart, since how a log ends is not a cause."""
+    console.print()
+    console.print(Text("What would tell", style="bold underline"))
+    for c in d.checks[: (None if verbose else 3)]:
+        _print(console, Text("    check: ", style="bold") + Text(c))
+    for fix in d.remedies if verbose else ():
+        _print(console, Text("    fix:   ", style="bold green") + Text(fix))
+
+
 def _print(console: Console, t: Text) -> None:
     """Print with a hanging indent: wrapped lines align under the text, not column 0."""
     plain = t.plain
@@ -161,11 +178,13 @@ def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
     console.print(_header(r))
     console.print()
     console.print(_verdict(r))
-    roots = [d for d in r.diagnoses if d.role != "consequence"]
+    roots = causes(r)
     cons = [d for d in r.diagnoses if d.role == "consequence"]
+    state = stop_state(r)
     if roots:
         console.print()
-        label = "Diagnosis" if len(roots) == 1 else "Possible causes, best first"
+        single = len(roots) == 1 and state is None
+        label = "Diagnosis" if single else "Possible causes, best first"
         console.print(Text(label, style="bold underline"))
         for i, d in enumerate(roots, 1):
             for t in _diagnosis(i, d, r, verbose):
@@ -187,6 +206,8 @@ def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
         for d in roots[:4]:
             if d.checks:
                 _print(console, Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
+    if state is not None:
+        _state(console, state, verbose)
     if r.evidence_summary and verbose:
         console.print()
         console.print(Text("Environment (snapshot)", style="bold underline"))

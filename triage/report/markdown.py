@@ -14,11 +14,14 @@ import re
 from triage import __version__
 from triage.model import Confidence, Diagnosis, Evidence, Report
 from triage.report.common import (
+    causes,
     clip,
     code_fence,
     code_span,
     describe_log,
     log_evidence,
+    stop_state,
+    verdict,
     where,
 )
 
@@ -55,6 +58,9 @@ def cell(text: str) -> str:
 
 def _title(r: Report) -> list[str]:
     top = r.top
+    if stop_state(r) is not None and top is not None and top.confidence == Confidence.POSSIBLE:
+        # how the log stops is a state, not a cause: say what is true, not "most likely"
+        return [f"### triage: {prose(verdict(r).split(':', 1)[0].lower())}"]
     if top is None:
         head = "No failure found" if r.end_state.kind == "clean-exit" else \
             "No known failure signature matched"
@@ -75,7 +81,7 @@ def _sources(r: Report) -> str:
 
 def _table(r: Report) -> list[str]:
     rows = ["| # | Signature | Diagnosis | Confidence | Role |", "|--:|---|---|---|---|"]
-    for i, d in enumerate(r.diagnoses, 1):
+    for i, d in enumerate([d for d in r.diagnoses if not d.fallback], 1):
         role = ROLE_WORDS.get(d.role, d.role)
         if d.role == "consequence" and d.explained_by:
             role = f"consequence of {code_span(d.explained_by)}"
@@ -162,18 +168,22 @@ def render(r: Report) -> str:
     out = _title(r)
     out += ["", _sources(r)]
     top = r.top
-    if top is not None and top.role == "root-cause" and top.summary:
+    if top is not None and top.role == "root-cause" and top.summary and not top.fallback:
         out += ["", *("> " + line for line in prose(top.summary).splitlines())]
-    if r.diagnoses:
+    state = stop_state(r)
+    if state is not None:
+        out += ["", prose(verdict(r))]
+    if any(not d.fallback for d in r.diagnoses):
         out += ["", *_table(r)]
     elif r.last_error is not None:
         errs = [e for e in (r.root_error, r.last_error) if e is not None]
         out += ["", "No rule recognises it; the log ends with:", "",
                 *_evidence_block(errs, context=True)]
-    roots = [d for d in r.diagnoses if d.role != "consequence"]
+    roots = causes(r)
     cons = [d for d in r.diagnoses if d.role == "consequence"]
     if roots:
-        out += ["", "### Diagnosis" if len(roots) == 1 else "### Possible causes, best first"]
+        single = len(roots) == 1 and state is None
+        out += ["", "### Diagnosis" if single else "### Possible causes, best first"]
         for i, d in enumerate(roots, 1):
             out += _diagnosis(i, d, r)
     if cons:
@@ -184,6 +194,11 @@ def render(r: Report) -> str:
         body = "\n".join(_tells(d.checks[0], d.signature) for d in roots[:4] if d.checks)
         fence = code_fence(body)
         out += ["", "### To tell them apart, run first", "", f"{fence}sh", body, fence]
+    if state is not None and state.checks:
+        body = "\n".join(state.checks)
+        fence = code_fence(body)
+        out += ["", "### What would tell", "", f"{fence}sh", body, fence]
+        out += [""] + [f"- {prose(x)}" for x in state.remedies]
     if r.ruled_out:
         out += ["", "### Ruled out", ""]
         out += [f"- {code_span(x.signature)}: {prose(x.because)}" for x in r.ruled_out]

@@ -23,10 +23,14 @@ def register(sub: Any) -> None:
                     "library) in a subprocess, triage its log, and say whether the expected "
                     "signature was diagnosed; --fix runs the remedy and shows the failure gone.")
     p.add_argument("name", nargs="?", metavar="NAME", help="the scenario (see --list)")
-    p.add_argument("--list", action="store_true", help="list the scenarios")
+    p.add_argument("--list", action="store_true", help="list the scenarios as a table")
+    p.add_argument("--json", action="store_true",
+                   help="JSON output (the default for a run; with --list, rows instead of a table)")
     p.add_argument("--fix", action="store_true", help="run the fix configuration")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--format", "-f", choices=("json", "console"), default="json")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the scenario runs (default: cpu; GPU scenarios need cuda)")
+    p.add_argument("--format", "-f", choices=("json", "console"), default=None,
+                   help="a run's outcome as json (default) or a few console lines")
     p.add_argument("--keep", metavar="DIR", help="keep the run's folder (log, snapshot) under DIR")
     p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit of the run")
     p.add_argument("--python", metavar="PATH",
@@ -48,13 +52,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
         rows = [{"name": s.name, "expected": s.expected, "device": s.device,
                  "summary": s.summary, "failure": s.failure, "fix": s.fix}
                 for s in scenarios.all_scenarios()]
-        if args.format == "json":
+        if args.json or args.format == "json":
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         else:
-            width = max(len(r["name"]) for r in rows)
-            for r in rows:
-                sys.stdout.write(f"{r['name']:<{width}}  {r['device']:<4}  expect {r['expected']}\n"
-                                 f"{'':<{width}}  {r['summary']}\n")
+            sys.stdout.write(list_table(rows))
         return ExitCode.OK
     if not args.name:
         raise TriageError("repro: give a scenario NAME, or --list")
@@ -65,11 +66,24 @@ def cmd_repro(args: argparse.Namespace) -> int:
     out = runner.run_scenario(args.name, fix=args.fix, device=args.device, python=args.python,
                               keep=args.keep, timeout_s=args.timeout,
                               snapshot=not args.no_snapshot, record=args.record)
-    if args.format == "json":
+    if args.json or args.format != "console":
         sys.stdout.write(json.dumps(out.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(console(out))
     return ExitCode.OK if out.ok else ExitCode.FAIL_ON
+
+
+def list_table(rows: list[dict[str, Any]]) -> str:
+    """The scenarios as a table: name, device, the signature it should reproduce, and
+    what it does (one line each, so it greps and sorts)."""
+    head = {"name": "scenario", "device": "device", "expected": "expects",
+            "summary": "what it does"}
+    cols = ("name", "device", "expected")
+    widths = {c: max(len(str(r[c])) for r in [head, *rows]) for c in cols}
+    lines = []
+    for r in [head, *rows]:
+        lines.append("  ".join(f"{r[c]!s:<{widths[c]}}" for c in cols) + f"  {r['summary']}")
+    return "\n".join(x.rstrip() for x in lines) + "\n"
 
 
 def console(out: Any) -> str:
