@@ -69,7 +69,7 @@ def test_corpus_is_big_and_covers_every_signature() -> None:
 def test_labels_are_honest_and_alternates_rare() -> None:
     labels = acc.load_labels(acc.CORPUS)
     for lb in labels:
-        assert lb.origin.startswith("composed"), f"{lb.path.name}: origin must say how it was made"
+        assert lb.origin.startswith(("composed", "recorded")), f"{lb.path.name}: origin must say how it was made"
     # alternates are for genuinely ambiguous logs only
     assert sum(bool(lb.alternates) for lb in labels) <= len(labels) // 10
 
