@@ -56,6 +56,8 @@ def test_heldout4_also_is_really_in_the_log() -> None:
         "xid-error": (b"NVRM: Xid",),
         "dataloader-worker-crash": (b"exited unexpectedly",),
         "torch-compile-recompile-limit": (b"recompile_limit", b"cache_size_limit"),
+        "cuda-launch-failure": (b"unspecified launch failure", b"cudaErrorLaunchFailure"),
+        "fatal-signal": (b"Segmentation fault", b"SIGSEGV", b"SIGABRT", b"Aborted"),
     }
     for lb in acc.load_labels(HELDOUT4):
         text = lb.path.read_bytes()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +14,8 @@ import pytest
 from triage.errors import TriageError
 from triage.ingest import Ingest, expand_paths
 from triage.ingest.normalize import SourceState, normalize, peel, resolve_redraws, split_glued
-from triage.ingest.reader import HEAD_KEEP, MAX_LINE, split_lines
+from triage.ingest.reader import HEAD_KEEP, MAX_LINE, TAIL_KEEP, split_lines
+from triage.ingest.scan import LiteralScanner
 
 
 def norm(line: str) -> list[tuple[str, int | None]]:
@@ -130,3 +135,171 @@ def test_damaged_gzip_keeps_the_unfinished_last_line(tmp_path: Path):
     texts = [x.text for x in ing]
     assert texts[-1].startswith("torch.OutOfMemoryError")
     assert ing.sources[0].truncated
+
+
+# -- stdin closed (issue 13, item 2) ----------------------------------------------------
+
+
+def run_with_stdin_closed(*args: str) -> subprocess.CompletedProcess[str]:
+    """`triage ARGS <&-`: the real CLI in a child whose file descriptor 0 is closed."""
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True,
+                          timeout=120, preexec_fn=lambda: os.close(0))
+
+
+def test_file_arguments_do_not_need_stdin(tmp_path: Path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.0\nValueError: boom\n")
+    r = run_with_stdin_closed("logs", str(log))
+    assert r.returncode == 0, r.stderr
+    assert "ValueError: boom" in r.stdout
+    assert "internal error" not in r.stderr
+
+
+def test_dash_with_stdin_closed_is_a_one_line_error():
+    r = run_with_stdin_closed("logs", "-")
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "stdin is closed" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+# -- ranks from file names, natural order, viewer line numbers (item 6) -----------------
+
+
+def ranks_of(tmp_path: Path, name: str, body: str) -> tuple[tuple[int, ...], list[int | None]]:
+    p = tmp_path / name
+    p.write_text(body)
+    ing = Ingest([str(p)])
+    lines = [line.rank for line in ing]
+    return ing.sources[0].ranks, lines
+
+
+@pytest.mark.parametrize("name,rank", [
+    ("012-cuda-oom-rank3-cascade.log", 3),  # a fixture's slug: 012 is its number, not a rank
+    ("gpu-node-17-rank3.log", 3),  # node-17 is a host name; rank3 says the rank
+    ("node-2-rank5.log", 5),
+    ("job-4242-rank_1.out", 1),
+    ("rank10.log", 10),
+    ("train.rank7.txt", 7),
+    ("local_rank2.log", 2),
+    ("worker-3.log", 3),
+    ("7.log", 7),
+    ("llama3-8b.log", None),  # digits inside a word are not a rank
+    ("run-2026-11-29.log", None),
+    ("framework3.log", None),
+])
+def test_rank_from_file_name(tmp_path: Path, name: str, rank: int | None):
+    ranks, lines = ranks_of(tmp_path, name, "step 1 loss 2.0\n")
+    assert ranks == (() if rank is None else (rank,))
+    assert lines == [rank]
+
+
+def test_a_log_that_names_its_ranks_is_not_given_the_one_in_its_file_name(tmp_path: Path):
+    """`012-cuda-oom-rank3-cascade.log` holding rank 5's lines: the content says the rank;
+    the launcher's own lines (no prefix) are no rank's."""
+    body = ("W1129 17:20:01.100000 24239 torch/distributed/run.py:792] starting\n"
+            "[rank5]: torch.OutOfMemoryError: CUDA out of memory.\n"
+            "[rank5]: step 1\n")
+    ranks, lines = ranks_of(tmp_path, "012-cuda-oom-rank3-cascade.log", body)
+    assert ranks == (5,)
+    assert lines == [None, 5, 5]
+
+
+def test_a_per_rank_file_keeps_its_name_rank_for_unprefixed_lines(tmp_path: Path):
+    ranks, lines = ranks_of(tmp_path, "rank3.log", "step 1\n[rank3]: ValueError: x\n")
+    assert ranks == (3,)
+    assert lines == [3, 3]
+
+
+def test_folder_of_ranks_in_natural_order(tmp_path: Path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    for r in range(11):
+        (d / f"rank{r}.log").write_text(f"step 1 rank {r}\n")
+    paths = expand_paths([str(d)])
+    assert [Path(p).name for p in paths] == [f"rank{r}.log" for r in range(11)]
+    assert [line.rank for line in Ingest(paths)] == list(range(11))
+
+
+def test_viewer_line_number_before_a_rank_prefix_is_peeled():
+    assert norm("[51322] [rank0]: torch.OutOfMemoryError: CUDA out of memory") == [
+        ("torch.OutOfMemoryError: CUDA out of memory", 0)]
+    assert norm("[7] Traceback (most recent call last):") == [
+        ("Traceback (most recent call last):", None)]
+
+
+# -- what notes say (item 7) ------------------------------------------------------------
+
+
+def big_line_log(tmp_path: Path, line_bytes: int) -> Path:
+    p = tmp_path / "big.log"
+    with open(p, "wb") as fh:
+        fh.write(b"step 1 loss 2.0\n")
+        fh.write(b"x" * line_bytes)
+        fh.write(b"\nRuntimeError: boom\n")
+    return p
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast-path"])
+def test_a_huge_line_is_noted_with_its_true_size(tmp_path: Path, fast: bool):
+    size = 20 << 20  # several of the fast path's 8 MiB chunks
+    p = big_line_log(tmp_path, size)
+    ing = Ingest([str(p)], scanner=LiteralScanner(["RuntimeError"]) if fast else None,
+                 fast_min_bytes=0)
+    lines = list(ing)
+    assert [x.lineno for x in lines] == [1, 2, 3]
+    assert len(lines[1].text) < MAX_LINE + 100  # still capped
+    assert f"{size - HEAD_KEEP - TAIL_KEEP} bytes cut" in lines[1].text
+    note = [n for n in ing.notes if "was cut" in n]
+    assert note == [f"{p}:2: a line of {size:,} bytes (20.0 MiB) was cut to its head and tail"]
+
+
+def test_a_huge_last_line_without_newline_on_the_fast_path(tmp_path: Path):
+    p = tmp_path / "big.log"
+    p.write_bytes(b"step 1\n" + b"y" * (17 << 20))
+    ing = Ingest([str(p)], scanner=LiteralScanner(["RuntimeError"]), fast_min_bytes=0)
+    lines = list(ing)
+    assert lines[-1].lineno == 2
+    assert any(f"a line of {17 << 20:,} bytes" in n for n in ing.notes)
+    assert ing.sources[0].ends_without_newline
+
+
+def test_cut_off_zstd_is_noted_like_a_cut_off_gzip(tmp_path: Path):
+    zstd = pytest.importorskip("zstandard")
+    blob = zstd.ZstdCompressor(write_checksum=True).compress(("step 1 loss 2.0\n" * 20000).encode())
+    for cut, name in ((len(blob) // 2, "half.log.zst"), (len(blob) - 2, "no-checksum.log.zst")):
+        p = tmp_path / name
+        p.write_bytes(blob[:cut])
+        ing = Ingest([str(p)])
+        list(ing)
+        assert ing.sources[0].truncated, name
+        assert any("damaged or cut off" in x for x in ing.notes), name
+
+
+def test_whole_zstd_frames_are_not_noted(tmp_path: Path):
+    zstd = pytest.importorskip("zstandard")
+    c = zstd.ZstdCompressor(write_checksum=True)
+    # a skippable frame first, as pzstd and seekable zstd write: still zstd, still whole
+    skippable = (0x184D2A50).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"index"
+    p = tmp_path / "frames.log.zst"
+    p.write_bytes(skippable + c.compress(b"step 1\n") + skippable + c.compress(b"RuntimeError: boom\n"))
+    ing = Ingest([str(p)])
+    assert [x.text for x in ing] == ["step 1", "RuntimeError: boom"]
+    assert ing.notes == [] and not ing.sources[0].truncated
+
+
+CUT_NOTE = re.compile(r" \.\.\.\[\d+ bytes cut\]\.\.\. ")
+
+
+@pytest.mark.parametrize("shift", range(12))
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast-path"])
+def test_a_colour_code_cut_by_the_line_cap_leaves_no_fragment(tmp_path: Path, shift: int, fast: bool):
+    """Wherever the cap cuts a line full of colour codes, no `31m` or `[0` is left over."""
+    unit = b"\x1b[31mERR\x1b[0m "  # 13 bytes: each shift puts the cuts at another byte of it
+    n = (9 << 20) // len(unit) if fast else (3 * MAX_LINE) // len(unit)
+    p = tmp_path / "colour.log"
+    p.write_bytes(b"x" * shift + unit * n + b"\n")
+    ing = Ingest([str(p)], scanner=LiteralScanner(["ERR"]) if fast else None, fast_min_bytes=0)
+    (line,) = list(ing)
+    assert CUT_NOTE.search(line.text)
+    rest = CUT_NOTE.sub("|", line.text)
+    assert set(rest) <= set("xER |"), sorted(set(rest) - set("xER |"))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
+
+import pytest
 
 from triage.model import Confidence, Diagnosis, EndState, Evidence, Report, RuledOut, SourceInfo
 from triage.report import console
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "console_story.txt"
+UPDATE_GOLDEN = "TRIAGE_UPDATE_GOLDEN"  # the one refresh variable (tests/conftest.py)
 
 
 def story_report() -> Report:
@@ -37,12 +39,24 @@ def render() -> str:
     return buf.getvalue()
 
 
-def test_console_golden():
-    text = render()
-    if os.environ.get("UPDATE_GOLDEN") or not GOLDEN.exists():
-        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text()
+def test_console_golden(golden):
+    golden(GOLDEN, render())
+
+
+def test_a_missing_golden_file_fails_and_is_not_written(golden, tmp_path: Path, monkeypatch):
+    """A fresh clone without a golden file must go red, not write what it got and pass."""
+    monkeypatch.delenv(UPDATE_GOLDEN, raising=False)
+    path = tmp_path / "golden" / "missing.txt"
+    with pytest.raises(pytest.fail.Exception, match=f"missing: run with {UPDATE_GOLDEN}=1"):
+        golden(path, render())
+    assert not path.exists()
+
+
+def test_the_refresh_variable_rewrites_a_golden_file(golden, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(UPDATE_GOLDEN, "1")
+    path = tmp_path / "golden" / "new.txt"
+    golden(path, "fresh\n")
+    assert path.read_text() == "fresh\n"
 
 
 def test_console_reads_verdict_first():

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from triage.ingest.normalize import SourceState, normalize
+from triage.ingest.normalize import Peeled, SourceState, normalize
 from triage.ingest.reader import (
     RawLine,
     TruncatedInput,
@@ -20,10 +20,20 @@ from triage.ingest.reader import (
 from triage.ingest.scan import Gap, LiteralScanner, windows
 from triage.model import Line, SourceInfo
 
-__all__ = ["Ingest", "expand_paths"]
+__all__ = ["Ingest", "expand_paths", "rank_from_name"]
 
-_RANK_IN_NAME = re.compile(r"(?:rank|local_rank|proc|worker|node)[_-]?(\d+)|^(\d+)\.(?:log|txt|out|err)$",
-                           re.IGNORECASE)
+# Where a file's name says its rank: tried in order, the first row that matches wins, so
+# an explicit "rank3" beats a "worker-1" in the same name. Each number must stand alone:
+# not glued to a word before it (llama3, framework3) nor part of a longer number. A node
+# number (gpu-node-17) is a host, not a rank.
+_NAME_RANKS: list[re.Pattern[str]] = [
+    re.compile(r"(?<![a-z])(?:local_)?rank[_-]?(\d{1,6})(?!\d)", re.IGNORECASE),
+    re.compile(r"(?<![a-z])(?:worker|proc)[_-]?(\d{1,6})(?!\d)", re.IGNORECASE),
+    re.compile(r"^(\d{1,6})\.(?:log|txt|out|err)$", re.IGNORECASE),  # 0.log ... 7.log
+]
+# Logical lines read before deciding whether the name's rank holds: a file whose lines
+# carry other ranks' prefixes (an interleaved log named for its story) is not one rank's.
+NAME_RANK_LOOKAHEAD = 200
 
 
 @dataclass
@@ -59,10 +69,13 @@ class Ingest:
             name = "<stdin>" if path == "-" else path
             state = SourceState()
             stats = _Stats()
-            file_rank = _rank_from_name(path)
+            ranks = _NameRank(rank_from_name(path), state)
             try:
                 for raw in self._raw(path, name):
-                    if isinstance(raw, Gap):
+                    if isinstance(raw, Gap):  # the lines before a gap go out before it is told
+                        ready = ranks.decide()
+                        yield from self._lines(ready, name, seq)
+                        seq += len(ready)
                         self.skipped_lines += raw.lines
                         if self.on_gap is not None:
                             self.on_gap(name)
@@ -70,24 +83,31 @@ class Ingest:
                     stats.lines = raw.lineno
                     stats.ends_without_newline = not raw.complete
                     for p in normalize(raw.data, state):
-                        seq += 1
-                        rank = p.rank if p.rank is not None else file_rank
-                        yield Line(name, raw.lineno, p.text, rank, seq, p.ts)
+                        if ranks.rank is None:  # most files: no name rank, nothing to wait for
+                            seq += 1
+                            yield Line(name, raw.lineno, p.text, p.rank, seq, p.ts)
+                            continue
+                        ready = ranks.take(raw.lineno, p)
+                        yield from self._lines(ready, name, seq)
+                        seq += len(ready)
                     if raw.cut_bytes:
-                        self.notes.append(
-                            f"{name}:{raw.lineno}: a line of {raw.cut_bytes + 64 * 1024} bytes "
-                            "was cut to its head and tail")
+                        self.notes.append(f"{name}:{raw.lineno}: a line of {_size(raw.length)} "
+                                          "was cut to its head and tail")
             except TruncatedInput as e:
                 stats.damaged = True
                 self.notes.append(str(e) + "; the lines before the damage were read")
-            ranks = set(state.seen_ranks)
-            if file_rank is not None:
-                ranks.add(file_rank)
+            ready = ranks.decide()
+            yield from self._lines(ready, name, seq)
+            seq += len(ready)
             self.sources.append(SourceInfo(
-                path=name, lines=stats.lines, ranks=tuple(sorted(ranks)),
+                path=name, lines=stats.lines, ranks=ranks.of_source(),
                 truncated=stats.ends_without_newline or stats.damaged,
                 ends_without_newline=stats.ends_without_newline))
 
+    @staticmethod
+    def _lines(ready: list[tuple[int, Peeled, int | None]], name: str, seq: int) -> Iterator[Line]:
+        for i, (lineno, p, rank) in enumerate(ready, 1):
+            yield Line(name, lineno, p.text, rank, seq + i, p.ts)
 
     def _raw(self, path: str, name: str) -> Iterator[RawLine | Gap]:
         if self.tail_only and path != "-" and not path.endswith((".gz", ".zst")):
@@ -147,12 +167,65 @@ def _tail(path: str) -> Iterator[RawLine | Gap]:
         before += 1
         yield Gap(before)
     for raw in split_lines([data]):
-        yield RawLine(before + raw.lineno, raw.data, raw.complete, raw.cut_bytes)
+        yield RawLine(before + raw.lineno, raw.data, raw.complete, raw.cut_bytes, raw.length)
 
 
-def _rank_from_name(path: str) -> int | None:
+def _size(n: int) -> str:
+    """A byte count as read in a note: exact, and in the unit a person thinks in."""
+    unit = f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+    return f"{n:,} bytes ({unit})"
+
+
+def rank_from_name(path: str) -> int | None:
+    """The rank a log file's name gives it (rank3.log, train_rank_3.out, worker-3.log,
+    3.log), or None."""
     base = path.rsplit("/", 1)[-1]
-    m = _RANK_IN_NAME.search(base)
-    if not m:
-        return None
-    return int(m.group(1) or m.group(2))
+    for rx in _NAME_RANKS:
+        m = rx.search(base)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+class _NameRank:
+    """Gives a file's unprefixed lines the rank its name says, unless its content says
+    otherwise: lines wait (NAME_RANK_LOOKAHEAD at most) until a rank prefix or the end
+    decides whether the content's ranks are only the name's."""
+
+    def __init__(self, rank: int | None, state: SourceState) -> None:
+        self.rank = rank
+        self.state = state
+        self.applies = False
+        self.decided = rank is None
+        self.pending: list[tuple[int, Peeled]] = []
+
+    def take(self, lineno: int, p: Peeled) -> list[tuple[int, Peeled, int | None]]:
+        """One more logical line: the lines ready to go out, with their ranks."""
+        if not self.decided:
+            self.pending.append((lineno, p))
+            if p.rank is None and len(self.pending) < NAME_RANK_LOOKAHEAD:
+                return []
+            return self.decide()
+        if self.applies and p.rank is not None and p.rank != self.rank:
+            self.applies = False  # another rank past the lookahead: the name is a story's
+        return [(lineno, p, self._rank(p))]
+
+    def decide(self) -> list[tuple[int, Peeled, int | None]]:
+        """Decide now (a gap or the end of the file comes) and release the waiting lines."""
+        if not self.decided:
+            self.decided = True
+            self.applies = self.state.seen_ranks <= {self.rank}
+        out = [(n, p, self._rank(p)) for n, p in self.pending]
+        self.pending = []
+        return out
+
+    def _rank(self, p: Peeled) -> int | None:
+        if p.rank is not None:
+            return p.rank
+        return self.rank if self.applies else None
+
+    def of_source(self) -> tuple[int, ...]:
+        ranks = set(self.state.seen_ranks)
+        if self.applies and self.rank is not None:
+            ranks.add(self.rank)
+        return tuple(sorted(ranks))

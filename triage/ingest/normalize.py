@@ -135,8 +135,10 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("logger-name", re.compile(r"[\w.]+\.py:\d+\]\s"), _drop),
     # a terminal's echo of Ctrl-C glued before the traceback it caused
     ("ctrl-c-echo", re.compile(r"(?:\^C)+(?=\S)"), _drop),
-    # log viewers and pastes: "  123 | text", "L123: "
+    # log viewers and pastes: "  123 | text", "L123: ", "[51322] [rank0]: text"; one space
+    # exactly after "[N]", so bash's job notices ("[2]   Killed   python ...") stay whole
     ("viewer-lineno", re.compile(r"\s{0,6}\d{1,7}\s*[|│]\s?"), _drop),
+    ("viewer-lineno-bracket", re.compile(r"\[\d{1,7}\] (?=\S)"), _drop),
     ("gh-lineno", re.compile(r"L?\d{1,7}:\s"), _drop),
 ]
 
@@ -207,27 +209,37 @@ def resolve_redraws(text: str) -> str:
 
 def split_glued(text: str) -> list[str]:
     """Split text glued after a progress bar ("...[00:01<00:00]RuntimeError: x")
-    and escaped newlines of collapsed logs into separate logical lines."""
+    and escaped newlines of collapsed logs into separate logical lines.
+
+    Escaped newlines are split first, over the whole line, and bars within each piece:
+    so no piece keeps a `\\n` that a second pass would split (normalising is idempotent).
+    """
     out: list[str] = []
-    if "%|" in text:
-        pos = 0
-        for m in BAR_RE.finditer(text):
-            end = m.end()
-            # postfix such as ", loss=0.1]" is part of the bar; keep up to the closing ]
-            rest = text[end:]
-            if rest.strip():
-                out.append(text[pos:end].strip())
-                pos = end
-        tail = text[pos:]
-        if out:
-            text = tail.lstrip()
-        else:
-            out = []
+    for piece in _split_escaped(text):
+        out.extend(_split_bars(piece))
+    return out
+
+
+def _split_escaped(text: str) -> list[str]:
     if "\\n" in text and ("Traceback" in text or "Error" in text or "File \"" in text):
-        parts = ESCAPED_NL_RE.split(text)
-        out.extend(p for p in parts if p.strip())
-        return out
-    out.append(text)
+        parts = [p for p in ESCAPED_NL_RE.split(text) if p.strip()]
+        return parts or [text]
+    return [text]
+
+
+def _split_bars(text: str) -> list[str]:
+    if "%|" not in text:
+        return [text]
+    out: list[str] = []
+    pos = 0
+    for m in BAR_RE.finditer(text):
+        # a postfix such as ", loss=0.1]" is part of the bar: it ends at the closing ]
+        if text[m.end():].strip():
+            out.append(text[pos:m.end()].strip())
+            pos = m.end()
+    if not out:
+        return [text]
+    out.append(text[pos:].lstrip())
     return out
 
 

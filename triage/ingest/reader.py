@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import stat
 import sys
 import zlib
@@ -30,13 +31,14 @@ class RawLine:
     data: bytes
     complete: bool  # False for a last line with no newline
     cut_bytes: int = 0  # bytes dropped from the middle of a huge line
+    length: int = 0  # the whole line's length in bytes, where it was cut (else len(data))
 
 
 def expand_paths(args: Iterable[str]) -> list[str]:
     """Resolve CLI arguments into an ordered list of log paths ('-' for stdin).
 
-    A folder contributes the log-like files inside it (recursively, sorted, so
-    rank0..rankN keep their order); a missing path or an empty folder is an error.
+    A folder contributes the log-like files inside it (recursively, in natural order,
+    so rank2 comes before rank10); a missing path or an empty folder is an error.
     """
     out: list[str] = []
     for arg in args:
@@ -48,9 +50,9 @@ def expand_paths(args: Iterable[str]) -> list[str]:
             raise TriageError(f"no such file or directory: {arg}")
         if p.is_dir():
             found = sorted(
-                str(f) for f in p.rglob("*")
-                if f.is_file() and not f.name.startswith(".") and _looks_like_log(f)
-            )
+                (str(f) for f in p.rglob("*")
+                 if f.is_file() and not f.name.startswith(".") and _looks_like_log(f)),
+                key=natural_key)
             if not found:
                 raise TriageError(f"{arg}: folder holds no log files (*.log, *.txt, *.out, ...)")
             out.extend(found)
@@ -66,6 +68,18 @@ def expand_paths(args: Iterable[str]) -> list[str]:
     return out
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(path: str) -> list[str | int]:
+    """Sort key that orders the numbers inside names by value: rank2 before rank10.
+
+    Splitting on a capturing group alternates text and digits, so two keys always hold
+    the same type at the same index and compare without error.
+    """
+    return [int(t) if i % 2 else t.lower() for i, t in enumerate(_DIGITS.split(path))]
+
+
 def _looks_like_log(p: Path) -> bool:
     name = p.name.lower()
     if name.endswith(LOG_SUFFIXES):
@@ -77,7 +91,7 @@ def _looks_like_log(p: Path) -> bool:
 def open_binary(path: str) -> BinaryIO:
     """Open a source for reading bytes, decompressing .gz/.zst by magic number."""
     if path == "-":
-        return sys.stdin.buffer
+        return _stdin()
     try:
         fh: BinaryIO = open(path, "rb")  # noqa: SIM115 - returned to the caller
     except PermissionError:
@@ -89,7 +103,8 @@ def open_binary(path: str) -> BinaryIO:
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
     if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
-    if head == b"\x28\xb5\x2f\xfd":
+    # a zstd frame, or a skippable frame (pzstd and seekable zstd start with one)
+    if head == b"\x28\xb5\x2f\xfd" or (len(head) == 4 and _skippable(int.from_bytes(head, "little"))):
         try:
             import zstandard  # optional dependency
         except ImportError:
@@ -97,8 +112,121 @@ def open_binary(path: str) -> BinaryIO:
             raise TriageError(
                 f"{path}: is zstd-compressed; install zstandard (pip install 'triage[zstd]')"
             ) from None
-        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[return-value]
+        return _ZstdStream(fh, zstandard)  # type: ignore[return-value]
     return fh
+
+
+def _stdin() -> BinaryIO:
+    # With file descriptor 0 closed (`triage logs - <&-`, a cron job, a daemon) Python
+    # sets sys.stdin to None: say so instead of failing on its missing buffer.
+    stdin = sys.stdin
+    buf = getattr(stdin, "buffer", None) if stdin is not None else None
+    if buf is None:
+        raise TriageError("-: stdin is closed; pipe a log in (cmd 2>&1 | triage logs -) or give a file")
+    return buf  # type: ignore[no-any-return]
+
+
+def _skippable(magic: int) -> bool:
+    return 0x184D2A50 <= magic <= 0x184D2A5F
+
+
+class _ZstdFrames:
+    """Follows zstd frame and block headers as the compressed bytes pass, to tell the
+    end of the input from the end of a frame: zstandard's stream reader ends quietly on a
+    cut-off frame, where gzip raises EOFError (RFC 8878 section 3.1.1 has the layout)."""
+
+    def __init__(self) -> None:
+        self._need = "magic"  # what the next bytes are: magic, header, block, or skip
+        self._buf = bytearray()  # the part of a header read so far
+        self._skip = 0  # bytes of block content (or a skippable frame) still to pass
+        self._checksum = False
+        self.lost = False  # not a layout this tracker knows: make no claim
+
+    @property
+    def between_frames(self) -> bool:
+        return self.lost or (self._need == "magic" and not self._buf and not self._skip)
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n and not self.lost:
+            if self._skip:
+                take = min(self._skip, n - i)
+                self._skip -= take
+                i += take
+                continue
+            want = self._header_size()
+            take = min(want - len(self._buf), n - i)
+            self._buf += data[i:i + take]
+            i += take
+            if len(self._buf) == want:
+                self._parse()
+
+    def _header_size(self) -> int:
+        if self._need == "magic":
+            return 8 if len(self._buf) >= 4 and self._buf[0] & 0xF0 == 0x50 else 5
+        if self._need == "header":
+            fhd = self._buf[4]
+            single = fhd >> 5 & 1
+            fcs = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+            return 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + fcs
+        return 3  # a block header
+
+    def _parse(self) -> None:
+        b = self._buf
+        if self._need == "magic":
+            magic = int.from_bytes(b[:4], "little")
+            if _skippable(magic) and len(b) == 8:
+                self._skip = int.from_bytes(b[4:8], "little")
+                b.clear()
+            elif magic == 0xFD2FB528:
+                self._need = "header"
+                self._checksum = bool(b[4] >> 2 & 1)  # the header is never 5 bytes: read on
+            elif not _skippable(magic):
+                self.lost = True
+            return
+        if self._need == "header":
+            self._need, self._buf = "block", bytearray()
+            return
+        head = int.from_bytes(b, "little")
+        last, kind, size = head & 1, head >> 1 & 3, head >> 3
+        self._skip = 1 if kind == 1 else size  # an RLE block stores one byte
+        b.clear()
+        if last:
+            self._skip += 4 if self._checksum else 0
+            self._need = "magic"
+
+
+class _ZstdSource:
+    """The compressed file as zstandard reads it, shown to a `_ZstdFrames` on the way."""
+
+    def __init__(self, fh: BinaryIO, frames: _ZstdFrames) -> None:
+        self._fh, self._frames = fh, frames
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._fh.read(size)
+        self._frames.feed(data)
+        return data
+
+
+class _ZstdStream:
+    """A .zst file's decompressed bytes, all frames; a cut-off last frame raises EOFError
+    after its readable part, as gzip does, so it gets the same note."""
+
+    def __init__(self, fh: BinaryIO, zstandard: object) -> None:
+        self._fh = fh
+        self._frames = _ZstdFrames()
+        self._reader = zstandard.ZstdDecompressor().stream_reader(  # type: ignore[attr-defined]
+            _ZstdSource(fh, self._frames), read_across_frames=True)
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._reader.read(size)
+        if not data and not self._frames.between_frames:
+            raise EOFError("the input ends inside a zstd frame")
+        return data
+
+    def close(self) -> None:
+        self._reader.close()
+        self._fh.close()
 
 
 def read_chunks(fh: BinaryIO, path: str) -> Iterator[bytes]:
@@ -132,49 +260,105 @@ class TruncatedInput(Exception):
 def split_lines(chunks: Iterable[bytes]) -> Iterator[RawLine]:
     """Split a byte stream on \\n in bounded memory.
 
-    A line longer than MAX_LINE keeps its first HEAD_KEEP and last TAIL_KEEP bytes;
-    `cut_bytes` says how much was dropped. The last line may lack a newline.
+    A line longer than MAX_LINE keeps its first HEAD_KEEP and last TAIL_KEEP bytes
+    (`LineCap`); `cut_bytes` says how much was dropped. The last line may lack a newline.
     """
     lineno = 0
-    head = bytearray()
-    tail = bytearray()
-    cut = 0
+    head = bytearray()  # the line so far, while it fits: the fast path for every line
+    cap: LineCap | None = None
     for chunk in chunks:
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
             piece = chunk[start:] if nl < 0 else chunk[start:nl]
-            if cut or len(head) + len(piece) > HEAD_KEEP:
-                # overflow mode: fill head to HEAD_KEEP, keep a rolling tail
-                if not cut and len(head) < HEAD_KEEP:
-                    room = HEAD_KEEP - len(head)
-                    head += piece[:room]
-                    piece = piece[room:]
-                tail += piece
-                if len(tail) > TAIL_KEEP:
-                    cut += len(tail) - TAIL_KEEP
-                    del tail[: len(tail) - TAIL_KEEP]
-            else:
+            if cap is None and len(head) + len(piece) > HEAD_KEEP:
+                cap = LineCap()
+                cap.add(head)
+                head.clear()
+            if cap is None:
                 head += piece
+            else:
+                cap.add(piece)
             if nl < 0:
                 break
             lineno += 1
-            yield RawLine(lineno, _join(head, tail, cut), True, cut)
-            head.clear()
-            tail.clear()
-            cut = 0
+            if cap is None:
+                yield RawLine(lineno, bytes(head), True)
+                head.clear()
+            else:
+                yield cap.line(lineno, True)
+                cap = None
             start = nl + 1
             if start >= len(chunk):
                 break
-    if head or tail:
-        lineno += 1
-        yield RawLine(lineno, _join(head, tail, cut), False, cut)
+    if cap is not None:
+        yield cap.line(lineno + 1, False)
+    elif head:
+        yield RawLine(lineno + 1, bytes(head), False)
 
 
-def _join(head: bytearray, tail: bytearray, cut: int) -> bytes:
-    if not cut:
-        return bytes(head) + bytes(tail)
-    return bytes(head) + b" ...[%d bytes cut]... " % cut + bytes(tail)
+# A whole escape sequence (CSI, OSC, two-byte): the cap trims a fragment of one at a cut,
+# since half of "\x1b[31m" is no longer an escape and would stay in the text as "31m".
+_ESC_SEQ = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_ESC_REACH = 256  # bytes either side of a cut searched for a sequence it splits
+
+
+class LineCap:
+    """One physical line in bounded memory: its first HEAD_KEEP and last TAIL_KEEP bytes,
+    the count of those dropped between, and the last dropped bytes (an escape sequence
+    may straddle the cut)."""
+
+    __slots__ = ("cut", "edge", "head", "tail")
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.cut = 0
+        self.edge = b""
+
+    def add(self, piece: bytes | bytearray) -> None:
+        """Append the next bytes of the line."""
+        if len(self.head) < HEAD_KEEP:
+            room = HEAD_KEEP - len(self.head)
+            self.head += piece[:room]
+            piece = piece[room:]
+        if not piece:
+            return
+        self.tail += piece
+        excess = len(self.tail) - TAIL_KEEP
+        if excess > 0:
+            dropped = bytes(self.tail[max(0, excess - _ESC_REACH):excess])
+            self.edge = dropped if len(dropped) >= _ESC_REACH else (self.edge + dropped)[-_ESC_REACH:]
+            del self.tail[:excess]
+            self.cut += excess
+
+    def kept(self) -> bytes:
+        """The bytes kept so far, head then tail, with no marker."""
+        return bytes(self.head) + bytes(self.tail)
+
+    def line(self, lineno: int, complete: bool) -> RawLine:
+        """The line as read: head, a marker with the bytes cut, tail."""
+        length = len(self.head) + len(self.tail) + self.cut
+        if not self.cut:
+            return RawLine(lineno, self.kept(), complete)
+        head, tail = _trim_escapes(bytes(self.head), bytes(self.tail), self.edge)
+        cut = length - len(head) - len(tail)
+        return RawLine(lineno, head + b" ...[%d bytes cut]... " % cut + tail, complete, cut, length)
+
+
+def _trim_escapes(head: bytes, tail: bytes, edge: bytes) -> tuple[bytes, bytes]:
+    """Drop the fragments of an escape sequence that the cut split, at the end of the head
+    and at the start of the tail (`edge`: the bytes dropped just before the tail)."""
+    i = head.rfind(b"\x1b", max(0, len(head) - _ESC_REACH))
+    if i >= 0 and _ESC_SEQ.match(head, i) is None:
+        head = head[:i]
+    j = edge.rfind(b"\x1b")
+    if j >= 0:
+        before = edge[j:]
+        m = _ESC_SEQ.match(before + tail[:_ESC_REACH])
+        if m is not None and m.end() > len(before):
+            tail = tail[m.end() - len(before):]
+    return head, tail
 
 
 def iter_raw(path: str) -> Iterator[RawLine]:
@@ -183,7 +367,7 @@ def iter_raw(path: str) -> Iterator[RawLine]:
     try:
         yield from split_lines(until_damaged(read_chunks(fh, path), damage))
     finally:
-        if fh is not sys.stdin.buffer:
+        if path != "-":  # stdin is not ours to close
             fh.close()
     if damage:
         raise damage[0]  # after the last, unfinished line was yielded: it is often the evidence

@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from triage.ingest.reader import HEAD_KEEP, MAX_LINE, TAIL_KEEP, RawLine, split_lines
+from triage.ingest.reader import MAX_LINE, LineCap, RawLine, split_lines
 
 CHUNK = 8 << 20
-CUT_MARK = b" ...[bytes cut]... "
 BEFORE = 30  # lines kept before a hit: the traceback frames above an exception line
 AFTER = 60  # lines after: message continuations, torchrun's failure report
 HEAD_LINES = 200
@@ -119,17 +118,30 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
     base = 0  # line number of the last line before `data`
     pending_after = head  # lines still to emit from the start of the next data
     carry = b""  # partial last line of the previous chunk
+    # A partial line longer than MAX_LINE is carried as its head and tail (`carry` holds
+    # those bytes, so offsets still work) and the cap that knows its true size.
+    cap: LineCap | None = None
     it = iter(chunks)
     cur = next(it, None)
     while cur is not None:
         nxt = next(it, None)
         buf = carry + cur
         cut = buf.rfind(b"\n") + 1
-        if cut == 0 and nxt is not None:
-            # no newline yet: keep carrying, but only the head and tail of a giant line
-            carry = buf if len(buf) < MAX_LINE else buf[:HEAD_KEEP] + CUT_MARK + buf[-TAIL_KEEP:]
-            cur = nxt
-            continue
+        if cut == 0:  # no newline yet
+            if cap is None and len(buf) >= MAX_LINE:
+                cap = LineCap()
+                cap.add(buf)
+            elif cap is not None:
+                cap.add(cur)
+            if nxt is not None:
+                carry = buf if cap is None else cap.kept()
+                cur = nxt
+                continue
+        first: RawLine | None = None  # the carried line, finished with this chunk's start
+        if cap is not None and cut:
+            cap.add(cur[:buf.find(b"\n") - len(carry)])
+            first = cap.line(base + 1, True)
+            cap = None
         data, carry = buf[:cut], buf[cut:]
         spans = _spans(data, scanner, before, after)
         if pending_after:
@@ -147,15 +159,17 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
         for start, end in _merge(spans):
             lineno += data.count(b"\n", pos, start)
             pos = start
-            first = lineno + 1
-            if first > emitted + 1:
-                yield Gap(first - emitted - 1)
+            first_ln = lineno + 1
+            if first_ln > emitted + 1:
+                yield Gap(first_ln - emitted - 1)
             seg = data[start:end]
             for raw in split_lines([seg]):
-                ln = first + raw.lineno - 1
+                ln = first_ln + raw.lineno - 1
                 if ln > emitted:
+                    if first is not None and ln == first.lineno:
+                        raw = first
                     yield RawLine(ln, raw.data, raw.complete or end < len(data) or bool(carry),
-                                  raw.cut_bytes)
+                                  raw.cut_bytes, raw.length)
                     emitted = ln
             lineno += seg.count(b"\n")
             pos = end
@@ -168,9 +182,12 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
         total = base + 1
         if total > emitted + 1:
             yield Gap(total - emitted - 1)
-        for raw in split_lines([carry]):
-            yield RawLine(total, raw.data, False, raw.cut_bytes)
-            break
+        if cap is not None:  # a giant last line with no newline: the cap has all of it
+            yield cap.line(total, False)
+        else:
+            for raw in split_lines([carry]):
+                yield RawLine(total, raw.data, False, raw.cut_bytes, raw.length)
+                break
 
 
 def _spans(data: bytes, scanner: LiteralScanner, before: int, after: int) -> list[tuple[int, int]]:
