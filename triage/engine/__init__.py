@@ -68,7 +68,7 @@ class Analysis:
     def feed(self, line: Line) -> None:
         self.lines += 1
         self.structurer.feed(line)
-        self.matcher.feed(line)
+        self.matcher.feed(line, self.structurer.phase)
 
     def report(self, sources: list[SourceInfo], notes: Iterable[str] = ()) -> Report:
         st = self.structurer.finish(sources)

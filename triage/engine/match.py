@@ -75,7 +75,8 @@ class Matcher:
         self._ctx: dict[str, deque[str]] = {}
         self.candidate_lines = 0
 
-    def feed(self, line: Line) -> None:
+    def feed(self, line: Line, phase: str | None = None) -> None:
+        """Match one line; `phase` is the phase the log is in (for clauses that need one)."""
         text = line.text
         ctx = self._ctx.get(line.source)
         if ctx is None:
@@ -93,12 +94,14 @@ class Matcher:
                     if u.search(text):
                         self._suppressed.add(rid)
                     continue
-                self._line_clause(target, line, tuple(ctx))
+                self._line_clause(target, line, tuple(ctx), phase)
         if text.strip():
             ctx.append(_ctx_text(line))
 
-    def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...]) -> None:
+    def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...], phase: str | None) -> None:
         if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
+            return
+        if c.phases and phase not in c.phases:
             return
         m = c.search(line.text)
         if not m:

@@ -24,7 +24,8 @@ TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yield
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
             "priority", "generic"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "frames", "event", "where", "end_state", "last_phase", "when", "note", "severity"}
+              "frames", "event", "where", "end_state", "last_phase", "when", "note", "severity",
+              "phase"}
 UNLESS_KEYS = {"name", "literal", "regex", "icase", "scope"}
 EVIDENCE_KEYS = {"when", "effect", "because"}
 EXAMPLE_KEYS = {"fire", "quiet"}
@@ -56,6 +57,7 @@ class Clause:
     when: tuple[Predicate, ...] = ()
     name: str = ""
     severity: str | None = None  # overrides the rule's (a warning rule's hard-failure clause)
+    phases: tuple[str, ...] = ()  # line clauses: only while the log is in one of these phases
 
     def search(self, text: str) -> regex.Match[str] | None:
         """Full-regex check of a candidate text; a regex that times out is a miss."""
@@ -253,7 +255,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     return Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
                   m.get("event"), where, end_states,
                   tuple(_str_list(m, "last_phase", p, key + ".")), when, str(m.get("name", "")),
-                  sev)
+                  sev, tuple(_str_list(m, "phase", p, key + ".")))
 
 
 def _literals(m: dict[str, Any], p: str, key: str) -> list[str]:

@@ -96,6 +96,11 @@ class Structurer:
         self._phase(line, text)
         self._metrics(line, text)
 
+    @property
+    def phase(self) -> str | None:
+        """The phase the log is in at the line fed last."""
+        return self._last_phase
+
     def gap(self, source: str) -> None:
         """Lines of `source` were skipped (fast path): no traceback or report spans it."""
         for (src, _rank), s in self._streams.items():

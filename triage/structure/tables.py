@@ -12,6 +12,11 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("distributed-init", re.compile(
         r"init_process_group|Initializing (?:the )?process group|[Rr]endezvous|MASTER_ADDR"
         r"|NCCL INFO (?:Bootstrap|NET/|cudaDriverVersion|comm 0x)|Added key: store_based_barrier")),
+    # a training checkpoint read back (resume, Megatron/DCP load); HF's "Loading checkpoint
+    # shards" is model loading
+    ("checkpoint-loading", re.compile(
+        r"[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint (?:from|at)\b"
+        r"|[Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint|\bload_checkpoint\b")),
     ("model-loading", re.compile(
         r"Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b|Loading checkpoint shards"
         r"|Target \d+ on \S+|from_pretrained|Loading weights|Instantiating \w+ model"
