@@ -74,7 +74,8 @@ class Analysis:
         st = self.structurer.finish(sources)
         facts = dict(self.facts)
         facts.update(log_facts(st, sources))
-        findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts)
+        findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts,
+                                       [s.path for s in sources if s.ends_without_newline])
         diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
         diags, straggler_notes = name_stragglers(diags, findings, st)
         diags = fill_diagnoses(diags, sources, facts, st.events)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
-from triage.model import EndState, Event, Evidence, ExceptionInfo, Finding, Line
+from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
 from triage.structure import root_exception
 
 MAX_FINDINGS_PER_RULE = 200
 CONTEXT = 2
+WRAP_MIN = 60  # a line this long that goes on in the next one may be a hard-wrapped paste
+_BAR_START = re.compile(r"(?:[^|]{0,40}:\s*)?\d{1,3}%\|")  # a tqdm frame drawn over a line
 
 
 class Prefilter:
@@ -73,11 +75,16 @@ class Matcher:
         self._count: dict[str, int] = {}
         self._suppressed: set[str] = set()
         self._ctx: dict[str, deque[str]] = {}
+        # per source: clauses whose pattern the last line ends inside (cut-aware matching)
+        self._cut_pending: dict[str, list[tuple[Clause, Line, tuple[str, ...], Any]]] = {}
+        self._ends_cut: set[str] = set()  # sources whose last line has no newline (set by the caller)
         self.candidate_lines = 0
 
     def feed(self, line: Line, phase: str | None = None) -> None:
         """Match one line; `phase` is the phase the log is in (for clauses that need one)."""
         text = line.text
+        if self._cut_pending:
+            self._resolve_cut(line.source, line)
         ctx = self._ctx.get(line.source)
         if ctx is None:
             ctx = self._ctx[line.source] = deque(maxlen=CONTEXT)
@@ -105,6 +112,11 @@ class Matcher:
             return
         m = c.search(line.text)
         if not m:
+            # cut-aware: a line that stops inside a known message matches by a long enough
+            # prefix, once the next line shows it really was cut (see _resolve_cut)
+            cut = c.search_cut(line.text)
+            if cut is not None:
+                self._cut_pending.setdefault(line.source, []).append((c, line, ctx, cut))
             return
         rule = self.rules[c.rule_id]
         if _unless_line(rule.unless, line.text):
@@ -112,13 +124,43 @@ class Matcher:
         self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(line, ctx), _order(line),
                           c.name or f"match[{c.index}]", line.ts, "line", _groups(m)))
 
+    def _resolve_cut(self, source: str, nxt: Line | None) -> None:
+        """Accept the cut matches of `source`'s previous line when it was cut: the source
+        ends there (the edge of a paste), a progress bar was drawn over it, or a long line
+        goes on in the next one (a hard-wrapped terminal copy). At most `likely`: the rest
+        of the message is not there to prove it."""
+        pending = self._cut_pending.pop(source, None)
+        if not pending:
+            return
+        if nxt is None:
+            if source not in self._ends_cut:
+                return  # the last line is whole: a message that stops there is not cut
+        elif _BAR_START.match(nxt.text.lstrip()) is None:
+            # not a bar drawn over it: a hard-wrapped paste, when the two lines joined are
+            # the whole message
+            pending = [(c, line, ctx, m2) for c, line, ctx, _ in pending
+                       if len(line.text) >= WRAP_MIN
+                       and (m2 := c.search(f"{line.text} {nxt.text.lstrip()}")) is not None]
+        for c, line, ctx, m in pending:
+            if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
+                continue
+            if _unless_line(self.rules[c.rule_id].unless, line.text):
+                continue
+            self._add(Finding(c.rule_id, min(c.confidence, Confidence.LIKELY),
+                              Evidence.from_line(line, ctx), _order(line),
+                              f"{c.name or f'match[{c.index}]'} (cut)", line.ts, "line", _groups(m)))
+
     def _add(self, f: Finding) -> None:
         self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
         self.findings.append(f)
 
     def finish(self, exceptions: list[ExceptionInfo], events: list[Event], end: EndState,
-               facts: Mapping[str, Any]) -> list[Finding]:
-        """Match the structured clauses and return all findings (minus suppressed rules)."""
+               facts: Mapping[str, Any], cut_sources: Iterable[str] = ()) -> list[Finding]:
+        """Match the structured clauses and return all findings (minus suppressed rules).
+        `cut_sources`: the sources whose last line stops without a newline."""
+        self._ends_cut.update(cut_sources)
+        for source in list(self._cut_pending):
+            self._resolve_cut(source, None)  # the source ends on this line
         root = root_exception(exceptions)
         for rule in self.rules.values():
             for c in rule.clauses:

@@ -5,7 +5,9 @@
     log.truncated                      log.last_phase == model-loading
 
 A fact's value is a string, number, bool, list, None (absent) or `Unknown` (could not
-be read). A predicate over an unknown fact is never true: unknown proves nothing.
+be read). A predicate over an unknown fact is never true: unknown proves nothing, and a
+fact the pipeline never produces is an error at load (`check_vocabulary`), not a
+predicate that silently never holds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage.model import Unknown
+from triage.vocabulary import FACT_VALUES, did_you_mean, fact_names, is_fact
 
 OPS = ("==", "!=", ">=", "<=", ">", "<", "contains", "absent", "present", "unknown", "known")
 _PRED_RE = re.compile(
@@ -57,6 +60,19 @@ def parse_predicates(src: Any) -> list[Predicate]:
             raise ValueError(f"{op!r} needs a value in {part!r}")
         out.append(Predicate(m.group("fact"), op, value))
     return out
+
+
+def check_vocabulary(preds: list[Predicate] | tuple[Predicate, ...]) -> None:
+    """Every predicate names a declared fact (triage.vocabulary), and a fact whose values
+    are vocabulary (a phase, an end state) is compared with a declared value; ValueError
+    with the closest name otherwise."""
+    for pred in preds:
+        if not is_fact(pred.fact):
+            raise ValueError(f"unknown fact {pred.fact!r}{did_you_mean(pred.fact, fact_names())}")
+        values = FACT_VALUES.get(pred.fact)
+        if values and pred.op in ("==", "!=") and pred.value not in values:
+            raise ValueError(f"{pred.fact} is never {pred.value!r}"
+                             f"{did_you_mean(pred.value, values)}; one of {', '.join(values)}")
 
 
 def version_tuple(v: Any) -> tuple[int, ...] | None:

@@ -19,6 +19,10 @@ from triage.errors import RuleError
 from triage.model import Confidence
 
 REGEX_TIMEOUT = 0.25  # seconds per regex call on one line; a ReDoS costs at most this
+# A line cut inside a message matches when this much of the message is there (enough to
+# be that message: "Watchdog caught collective operation t" is, "CUDA error: " is not)
+CUT_MIN_CHARS = 24
+_WILDCARD = regex.compile(r"(?<!\\)\.(?:[*+{])|\[\^[^\]]*\][*+{]")
 
 TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yields", "fallback",
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
@@ -58,6 +62,13 @@ class Clause:
     name: str = ""
     severity: str | None = None  # overrides the rule's (a warning rule's hard-failure clause)
     phases: tuple[str, ...] = ()  # line clauses: only while the log is in one of these phases
+    cut_ok: bool = False  # the pattern is a message template a cut line can be a prefix of
+
+    def __post_init__(self) -> None:
+        # a pattern with an open-ended wildcard (.*, .+, .{0,80}, [^)]*) matches a prefix of
+        # almost any line that holds its literal: no cut matching for it
+        if self.pattern is not None:
+            object.__setattr__(self, "cut_ok", _WILDCARD.search(self.pattern.pattern) is None)
 
     def search(self, text: str) -> regex.Match[str] | None:
         """Full-regex check of a candidate text; a regex that times out is a miss."""
@@ -67,6 +78,19 @@ class Clause:
             return self.pattern.search(text, timeout=REGEX_TIMEOUT)
         except TimeoutError:
             return None
+
+    def search_cut(self, text: str) -> regex.Match[str] | None:
+        """The text ends inside a match: at least CUT_MIN_CHARS of the pattern matched up
+        to the very end of the text, and only more text could complete it."""
+        if self.pattern is None or not self.cut_ok or len(text) < CUT_MIN_CHARS:
+            return None
+        try:
+            m = self.pattern.search(text, partial=True, timeout=REGEX_TIMEOUT)
+        except TimeoutError:
+            return None
+        if m is None or not m.partial or m.end() != len(text) or m.end() - m.start() < CUT_MIN_CHARS:
+            return None
+        return m
 
 
 @dataclass(frozen=True)
@@ -218,7 +242,10 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     literals: tuple[str, ...] = ()
     pattern = type_pattern = frames_pattern = None
     if kind in ("line", "exception"):
-        literals = tuple(_literals(m, p, key))
+        # an exception clause that names the frames it was raised from is selective by
+        # them (anything raised inside torch.save): its literal is optional
+        frames_only = kind == "exception" and "frames" in m and "literal" not in m
+        literals = () if frames_only else tuple(_literals(m, p, key))
         if kind == "line":
             pattern = _compile(m.get("regex"), p, f"{key}.regex", icase, required=True)
             _literal_in_regex(literals, m.get("regex", ""), p, key)

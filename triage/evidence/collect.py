@@ -34,6 +34,7 @@ from typing import Any
 
 from triage.evidence.facts import SNAPSHOT_SCHEMA
 from triage.evidence.xid import FELL_OFF_RE, parse_xid_line
+from triage.vocabulary import PACKAGES, VERSION_ONLY
 
 PROBE_TIMEOUT_S = 120.0
 CMD_TIMEOUT_S = 15.0
@@ -122,10 +123,17 @@ def resolve_python(python: str | None) -> str:
     return found or str(p)
 
 
+def probe_args() -> list[str]:
+    """The probe's package lists, from the one declared in triage.vocabulary (the probe
+    cannot import triage: it runs in the training run's interpreter)."""
+    return ["--packages=" + ",".join(f"{dist}:{module}" for dist, module in PACKAGES),
+            "--version-only=" + ",".join(VERSION_ONLY)]
+
+
 def run_probe(python: str, *, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
     """Run probe.py in `python`; merge its JSON lines. Missing parts become unknown."""
     source = Path(__file__).with_name("probe.py").read_text(encoding="utf-8")
-    cmd = [python, "-c", source, "--lines"]
+    cmd = [python, "-c", source, "--lines", *probe_args()]
     penv = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
     out = ""
     why: str | None = None

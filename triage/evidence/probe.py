@@ -20,36 +20,11 @@ import time
 import warnings
 from typing import Any
 
-# Distribution names whose versions matter to ML training crashes, and the module each
-# one imports as. Ordered: the packages the story turns on come first, so a probe cut
-# short by its timeout still has them.
-PACKAGES = [
-    ("torch", "torch"),
-    ("transformers", "transformers"),
-    ("accelerate", "accelerate"),
-    ("safetensors", "safetensors"),
-    ("numpy", "numpy"),
-    ("triton", "triton"),
-    ("flash-attn", "flash_attn"),
-    ("xformers", "xformers"),
-    ("bitsandbytes", "bitsandbytes"),
-    ("deepspeed", "deepspeed"),
-    ("peft", "peft"),
-    ("trl", "trl"),
-    ("datasets", "datasets"),
-    ("tokenizers", "tokenizers"),
-    ("huggingface-hub", "huggingface_hub"),
-    ("nvidia-ml-py", "pynvml"),
-    ("torchvision", "torchvision"),
-    ("apex", "apex"),
-]
-# Other distributions reported by version only (never imported: they are libraries
-# of CUDA binaries, and their versions tell which CUDA a torch wheel pulled in).
-VERSION_ONLY = [
-    "pytorch-triton", "pytorch-triton-rocm", "nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12",
-    "nvidia-nccl-cu12", "nvidia-cuda-runtime", "nvidia-cudnn-cu13", "nvidia-nccl-cu13",
-    "nvidia-cuda-runtime-cu13",
-]
+# The packages to probe come from the caller (triage.evidence.collect passes
+# triage.vocabulary's lists): this file runs in the training run's interpreter and
+# cannot import triage, and one list keeps the probe and the rules' fact names agreed.
+#   --packages=torch,flash-attn:flash_attn,...   distribution[:module], imported in order
+#   --version-only=nvidia-nccl-cu12,...          distributions reported by version only
 ERROR_CHARS = 300
 
 _out = sys.stdout
@@ -194,10 +169,16 @@ def transformers_needs() -> dict[str, Any]:
 
 def main() -> int:
     t0 = time.monotonic()
-    extra = []
+    packages: list[tuple[str, str]] = []
+    version_only: list[str] = []
     for arg in sys.argv[1:]:
         if arg.startswith("--packages="):
-            extra = [p for p in arg.split("=", 1)[1].split(",") if p]
+            for item in arg.split("=", 1)[1].split(","):
+                dist, _, module = item.partition(":")
+                if dist:
+                    packages.append((dist, module or dist.replace("-", "_")))
+        elif arg.startswith("--version-only="):
+            version_only = [p for p in arg.split("=", 1)[1].split(",") if p]
     saved_fd = os.dup(1)
     # Packages print while importing (banners, CUDA setup notes); send fd 1 to stderr so
     # nothing but our JSON reaches the real stdout.
@@ -208,10 +189,8 @@ def main() -> int:
     sys.stdout = sys.stderr
 
     emit("python", python_info())
-    packages = [(d, m) for d, m in PACKAGES]
-    packages += [(p, p.replace("-", "_")) for p in extra if p not in dict(PACKAGES)]
     versions = {d: dist_version(d) for d, _ in packages}
-    versions.update({d: v for d, v in ((d, dist_version(d)) for d in VERSION_ONLY) if v})
+    versions.update({d: v for d, v in ((d, dist_version(d)) for d in version_only) if v})
     emit("packages", versions)
     emit("torch", torch_info(versions.get("torch")))
     for dist, module in packages:

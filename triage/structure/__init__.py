@@ -132,6 +132,12 @@ class Structurer:
             s.pending_chain = T.CHAIN_MARKERS[stripped]
             return
         tb = s.tb
+        if tb is None and s.pending_chain is None and stripped.startswith('File "') \
+                and T.FRAME_RE.match(stripped):
+            # a pasted excerpt that starts mid-traceback: its frames still say where the
+            # error below them was raised
+            s.chain_index = 0
+            tb = s.tb = _TB(start=line)
         if tb is None:
             if s.pending_chain is None:
                 self._bare_exception(line, text)

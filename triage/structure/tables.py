@@ -27,7 +27,7 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("compiling", re.compile(
         r"Compiling\b|torch\.compile|torch\._dynamo|inductor|triton\.compile|Compile time")),
     ("checkpoint-saving", re.compile(
-        r"Saving (?:a )?(?:full |model |sharded )?checkpoint|Saving model|save_pretrained|Saving state|"
+        r"[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint|Saving model|save_pretrained|Saving state|"
         r"Writing checkpoint|checkpoint saved|Saved checkpoint")),
     ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
     ("training", re.compile(
@@ -67,6 +67,9 @@ CHAIN_MARKERS = {
     "During handling of the above exception, another exception occurred:": "during-handling",
     "The above exception was the direct cause of the following exception:": "direct-cause",
 }
+
+# '  File "/x/torch/serialization.py", line 328, in save' (Python's frame line)
+FRAME_RE = re.compile(r'File "[^"]+", line \d+, in \S')
 
 # "torch.OutOfMemoryError: CUDA out of memory", "ValueError", "KeyError: 'x'"
 EXC_LINE_RE = re.compile(
