@@ -4,6 +4,7 @@
     python bench/accuracy.py --misses           # only the logs that miss or violate
     python bench/accuracy.py --json out.json    # per-log results for scripts
     python bench/accuracy.py --only nccl        # logs whose path contains a word
+    python bench/accuracy.py --corpus tests/corpus_real --top1-min 0.95 --top3-min 0.98 --benign-min 0.95
 
 The corpus (tests/corpus/labels.toml + logs/) stands in for the hidden set of issue 4:
 real third-party logs pasted into public issue threads. Every log runs through the whole
@@ -18,7 +19,9 @@ beside it). Measured, as issue 4 states the goals:
 
 top-1/top-3 are over the logs that have a signature; a benign log counts as right when it
 has no likely/confirmed diagnosis (reported separately). Exit 1 when top-1 < 0.90,
-top-3 < 0.97, any wrong confirmed, or any benign violation; 2 on a bad corpus.
+top-3 < 0.97, any wrong confirmed, or any benign violation; 2 on a bad corpus. A corpus
+with other goals passes its own thresholds: --top1-min, --top3-min, and --benign-min (the
+share of benign logs that must stay quiet; 1.0, the default, allows no violation).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ CORPUS = ROOT / "tests" / "corpus"
 TOP1_MIN = 0.90
 TOP3_MIN = 0.97
 ROOT_LINE_MIN = 0.90
+BENIGN_MIN = 1.0  # share of benign logs with no likely/confirmed diagnosis: all of them
 
 # The canonical ids of shared/reference/signatures.md (kept here so the corpus can be
 # checked from a fresh clone, which has no shared/ folder).
@@ -128,11 +132,22 @@ class Summary:
     seconds: float
     root_logs: int = 0
     root_line: float = 1.0
+    # the thresholds this corpus is held to (issue 4's unless a corpus has its own goals)
+    top1_min: float = TOP1_MIN
+    top3_min: float = TOP3_MIN
+    benign_min: float = BENIGN_MIN
+
+    @property
+    def benign_quiet(self) -> float:
+        """Share of benign logs with no likely/confirmed diagnosis (1.0 without benign logs)."""
+        return (self.benign_logs - self.benign_violations) / self.benign_logs if self.benign_logs else 1.0
 
     @property
     def passed(self) -> bool:
-        return (self.top1 >= TOP1_MIN and self.top3 >= TOP3_MIN and self.wrong_confirmed == 0
-                and self.benign_violations == 0 and self.errors == 0 and self.root_line >= ROOT_LINE_MIN)
+        """Whether the corpus meets every threshold."""
+        return (self.top1 >= self.top1_min and self.top3 >= self.top3_min and self.wrong_confirmed == 0
+                and self.benign_quiet >= self.benign_min and self.errors == 0
+                and self.root_line >= ROOT_LINE_MIN)
 
 
 def load_labels(corpus: Path = CORPUS) -> list[Label]:
@@ -216,14 +231,19 @@ def score_one(label: Label, corpus: Path = CORPUS) -> Result:
              if d.confidence == Confidence.CONFIRMED and d.signature not in fine]
     root_line = None
     if label.root:
-        first = report.diagnoses[0].evidence[0].text if report.diagnoses and report.diagnoses[0].evidence else ""
+        top = report.diagnoses[0] if report.diagnoses else None
+        first = top.evidence[0].text if top is not None and top.evidence else ""
         root_line = label.root in first
     return Result(rel, label.expected, sorted(label.accepted), diags, top1, top3, wrong, violation,
                   root_line=root_line)
 
 
-def score(corpus: Path = CORPUS, only: str | None = None) -> tuple[list[Result], Summary]:
-    """Score every labelled log of `corpus` (optionally those whose path contains `only`)."""
+def score(corpus: Path = CORPUS, only: str | None = None, *, top1_min: float = TOP1_MIN,
+          top3_min: float = TOP3_MIN, benign_min: float = BENIGN_MIN) -> tuple[list[Result], Summary]:
+    """Score every labelled log of `corpus` (optionally those whose path contains `only`).
+
+    The thresholds go into the summary, whose `passed` holds the corpus to them.
+    """
     t0 = time.perf_counter()
     labels = [lb for lb in load_labels(corpus) if not only or only in str(lb.path)]
     results = [score_one(lb, corpus) for lb in labels]
@@ -239,8 +259,20 @@ def score(corpus: Path = CORPUS, only: str | None = None) -> tuple[list[Result],
         seconds=time.perf_counter() - t0,
         root_logs=sum(r.root_line is not None for r in results),
         root_line=(sum(bool(r.root_line) for r in results if r.root_line is not None)
-                   / n_root if (n_root := sum(r.root_line is not None for r in results)) else 1.0))
+                   / n_root if (n_root := sum(r.root_line is not None for r in results)) else 1.0),
+        top1_min=top1_min, top3_min=top3_min, benign_min=benign_min)
     return results, summary
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a threshold between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction from 0 to 1")
+    return value
 
 
 def _fmt(r: Result) -> str:
@@ -265,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="print only logs that are not fully right")
     ap.add_argument("--json", type=Path, help="also write per-log results and totals as JSON here")
     ap.add_argument("--check", action="store_true", help="only check the labels (no triage run, no score)")
+    ap.add_argument("--top1-min", type=_fraction, default=TOP1_MIN, help=f"top-1 goal (default {TOP1_MIN})")
+    ap.add_argument("--top3-min", type=_fraction, default=TOP3_MIN, help=f"top-3 goal (default {TOP3_MIN})")
+    ap.add_argument("--benign-min", type=_fraction, default=BENIGN_MIN,
+                    help="share of benign logs that must get no likely/confirmed diagnosis "
+                         f"(default {BENIGN_MIN}: all)")
     args = ap.parse_args(argv)
     if args.check:
         try:
@@ -275,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n} labels ok")
         return 0
     try:
-        results, s = score(args.corpus, args.only)
+        results, s = score(args.corpus, args.only, top1_min=args.top1_min, top3_min=args.top3_min,
+                           benign_min=args.benign_min)
     except CorpusError as e:
         print(f"accuracy: {e}", file=sys.stderr)
         return 2
@@ -285,9 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"logs {s.logs} ({s.signature_logs} with a signature, {s.benign_logs} benign) "
           f"in {s.seconds:.2f} s")
-    print(f"top-1 {s.top1:.3f} (goal >= {TOP1_MIN})   top-3 {s.top3:.3f} (goal >= {TOP3_MIN})")
+    print(f"top-1 {s.top1:.3f} (goal >= {s.top1_min})   top-3 {s.top3:.3f} (goal >= {s.top3_min})")
+    # with the default goal (all quiet) the line reads as it always has
+    benign_goal = ("(goal 0)" if s.benign_min >= 1.0
+                   else f"benign quiet {s.benign_quiet:.3f} (goal >= {s.benign_min})")
     print(f"wrong confirmed {s.wrong_confirmed} (goal 0)   benign violations "
-          f"{s.benign_violations}/{s.benign_logs} (goal 0)   crashes {s.errors}")
+          f"{s.benign_violations}/{s.benign_logs} {benign_goal}   crashes {s.errors}")
     if s.root_logs:
         print(f"root error line first evidence {s.root_line:.3f} of {s.root_logs} (goal >= {ROOT_LINE_MIN})")
     print("PASS" if s.passed else "FAIL")

@@ -76,7 +76,8 @@ class Analysis:
         facts.update(log_facts(st, sources))
         findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts,
                                        [s.path for s in sources if s.ends_without_newline])
-        diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts)
+        diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts,
+                                    st.progress)
         diags, straggler_notes = name_stragglers(diags, findings, st)
         diags = fill_diagnoses(diags, sources, facts, st.events)
         logged = any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")

@@ -8,7 +8,6 @@ honest limits: an inference from a cut-off log is never `confirmed`.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +36,11 @@ class _Cand:
 
 
 def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
-             facts: Mapping[str, Any]) -> tuple[list[Diagnosis], list[RuledOut]]:
+             facts: Mapping[str, Any],
+             progress: Mapping[tuple[str, int | None], list[int]] | None = None,
+             ) -> tuple[list[Diagnosis], list[RuledOut]]:
+    """Rank the findings. `progress`: per (source, rank), the read order of its last loss
+    lines (structure), to tell an error the run went on after."""
     cands = _group(findings, rules)
     for c in cands.values():
         # what the first matching line named ({match:module}) fills checks like a fact
@@ -49,6 +52,8 @@ def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
             del cands[c.rule.id]
         elif end.kind == "clean-exit":
             _handled(c, end)
+        elif end.kind not in ("traceback", "error") and progress:
+            _went_on(c, progress)
     _fallbacks(cands)
     _explain(cands)
     ordered = sorted(cands.values(), key=_sort_key)
@@ -106,7 +111,7 @@ def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
     for ev in c.rule.evidence:
         if not all_hold(ev.when, facts):
             continue
-        because = _fill(ev.because, facts)
+        because = fill_facts(ev.because, facts)
         fact_ev = Evidence(text=because, source="snapshot", fact=ev.when[0].fact)
         if ev.effect == "rule_out":
             # the log's own definitive message outranks a snapshot taken later
@@ -145,6 +150,31 @@ def _handled(c: _Cand, end: EndState) -> None:
     c.counter.append(Evidence(
         text=f"the run went on and ended cleanly after it ({end.last_text[-80:]!r}): "
              "handled, retried or harmless", source=end.source, line=end.line))
+
+
+WENT_ON_MIN = 3  # loss lines of the same rank after an error: the run survived it
+
+
+def _went_on(c: _Cand, progress: Mapping[tuple[str, int | None], list[int]]) -> None:
+    """An error the same rank trained on after (a caught OOM that skipped a batch, a
+    retried download), in a log that does not end in a failure: handled or harmless."""
+    if (c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning" or c.inferred
+            or c.confidence == Confidence.POSSIBLE):
+        return
+    seen = [f for f in c.findings if f.kind in ("line", "exception") and f.evidence.source]
+    if not seen:
+        return
+    last = max(seen, key=lambda f: f.order)
+    after = [q for q in progress.get((last.evidence.source or "", last.evidence.rank), ())
+             if q > last.order]
+    if len(after) < WENT_ON_MIN:
+        return
+    c.confidence = Confidence.POSSIBLE
+    rank = f" on rank {last.evidence.rank}" if last.evidence.rank is not None else ""
+    c.counter.append(Evidence(
+        text=f"training went on after it{rank} ({len(after)} more "
+             "loss lines) and the log does not end in a failure: handled, retried or harmless",
+        source=last.evidence.source, line=last.evidence.line, rank=last.evidence.rank))
 
 
 def _fallbacks(cands: dict[str, _Cand]) -> None:
@@ -209,7 +239,7 @@ def _weaker_guess(a: _Cand, b: _Cand) -> bool:
 
 
 def _score(c: _Cand) -> float:
-    s = BASE_SCORE[c.confidence] + min(len(c.findings), 5) * 0.01 + c.rule.priority * 0.01
+    s = BASE_SCORE[c.confidence] + min(len(c.findings), 5) * 0.01
     if c.rule.fallback:
         s = 0.45
     if c.role == "consequence":
@@ -244,36 +274,21 @@ def _sort_key(c: _Cand) -> tuple[Any, ...]:
             c.first_seen, -_score(c))
 
 
-class _SafeFormat(string.Formatter):
-    def __init__(self, facts: Mapping[str, Any]) -> None:
-        self.facts = facts
-
-    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
-        v = self.facts.get(str(key))
-        return "unknown" if v is None else v
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
-        return self.get_value(field_name, args, kwargs), field_name
-
-
 _FACT_REF = re.compile(r"\{((?:fact|match):[\w.\-]+)(?:\|([^}]*))?\}")
 
 
 def fill_facts(text: str, facts: Mapping[str, Any]) -> str:
-    """Replace `{fact:NAME|default}` in checks and remedies with a known fact (the
-    run's own interpreter, say), else the default. Shell braces are left alone."""
+    """Fill the one template syntax of because, checks and remedies: `{fact:NAME|default}`
+    with a known fact (the run's own interpreter, say) and `{match:GROUP|default}` with
+    what the matched line said. A fact that is absent, unreadable or false gives the
+    default; with no default, what is known of it ("unknown", "unknown (why)", "False").
+    Shell braces (`${VAR:-x}`, awk's `{print}`) are left alone."""
     def one(m: re.Match[str]) -> str:
         key = m.group(1)
         v = facts.get(key[5:] if key.startswith("fact:") else key)
         if v is None or isinstance(v, Unknown) or v is False:
-            return m.group(2) if m.group(2) is not None else m.group(0)
+            if m.group(2) is not None:
+                return m.group(2)
+            return "unknown" if v is None else str(v)
         return str(v)
     return _FACT_REF.sub(one, text) if ("{fact:" in text or "{match:" in text) else text
-
-
-def _fill(template: str, facts: Mapping[str, Any]) -> str:
-    """Fill `{fact.name}` placeholders with fact values (no attribute access, no code)."""
-    try:
-        return _SafeFormat(facts).format(template)
-    except (ValueError, IndexError, KeyError):
-        return template

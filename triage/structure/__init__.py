@@ -20,6 +20,7 @@ MAX_MSG_LINES = 40
 TAIL_LINES = 40
 STALL_FACTOR = 20  # silence of this many usual step intervals is a stall...
 STALL_MIN_S = 300  # ...and at least five minutes of it
+PROGRESS_KEPT = 16  # loss lines remembered per (source, rank), to tell a run that went on
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Structure:
     tail: list[Line] = field(default_factory=list)
     last_by_rank: dict[int, Line] = field(default_factory=dict)  # each rank's last output
     last_step_by_rank: dict[int, int] = field(default_factory=dict)
+    # per (source, rank): the read order (seq) of its last lines of training progress
+    progress: dict[tuple[str, int | None], list[int]] = field(default_factory=dict)
 
     @property
     def last_phase(self) -> str | None:
@@ -76,6 +79,7 @@ class Structurer:
         self._repeat: tuple[int, float, float, int, Line] | None = None
         self._last_phase: str | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
+        self._progress: dict[tuple[str, int | None], deque[int]] = {}
         self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
                                   "loss_first": None, "loss_last": None, "toks_last": None,
                                   "step_times": deque(maxlen=256)}
@@ -297,6 +301,8 @@ class Structurer:
                     self._m["loss_first"] = v
                 self._m["loss_last"] = v
                 self._losses.append((self._m["last_step"], v))
+                prog = self._progress.setdefault((line.source, line.rank), deque(maxlen=PROGRESS_KEPT))
+                prog.append(line.seq)
                 if not math.isfinite(v):
                     self._m["nonfinite_loss"] += 1
                     self._m.setdefault("first_nonfinite_line", line.lineno)
@@ -327,6 +333,7 @@ class Structurer:
         m["step_times"] = list(m["step_times"])
         m["losses"] = list(self._losses)[-512:]
         self.out.metrics = m
+        self.out.progress = {k: list(v) for k, v in self._progress.items()}
         self.out.end_state = self._end_state(sources)
         self._stall(m["step_times"])
         return self.out
