@@ -21,7 +21,7 @@ ANSI_RE = re.compile(
 
 # A tqdm-style bar: "42%|████▍     | 42/100 [00:03<00:04, 12.1it/s]" (postfix optional)
 BAR_RE = re.compile(
-    r"\d{1,3}%\|[^|\n]{0,120}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*"
+    r"\d{1,3}%\|[^|\n]{0,400}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*"
     r"\[[^\]\n]{0,80}\]"
 )
 

@@ -20,6 +20,7 @@ MAX_MSG_LINES = 40
 TAIL_LINES = 40
 STALL_FACTOR = 20  # silence of this many usual step intervals is a stall...
 STALL_MIN_S = 300  # ...and at least five minutes of it
+_DIGITS = re.compile(r"\d+")
 PROGRESS_KEPT = 16  # loss lines remembered per (source, rank), to tell a run that went on
 
 
@@ -33,6 +34,11 @@ class _TB:
     msg_lines: list[str] = field(default_factory=list)
     chain_index: int = 0
     chained_as: str | None = None
+    indent: int = 0  # of the "Traceback (most recent call last):" line
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
 
 
 @dataclass
@@ -124,11 +130,13 @@ class Structurer:
     def _traceback(self, line: Line, text: str) -> None:
         s = self._stream(line)
         stripped = text.strip()
-        if stripped.startswith((T.TRACEBACK_START, "Original Traceback (most recent call last):")):
+        head = T.REPORT_TRACEBACK_RE.match(stripped)
+        if stripped.startswith((T.TRACEBACK_START, "Original Traceback (most recent call last):")) or head:
             self._close_tb(s)
             chained = s.pending_chain
             s.chain_index = s.chain_index + 1 if chained else 0
-            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained)
+            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained,
+                       indent=_indent(text))
             s.pending_chain = None
             return
         if stripped in T.CHAIN_MARKERS:
@@ -149,7 +157,9 @@ class Structurer:
         if tb.exc is None:
             if not stripped:
                 return
-            if text[:1] in (" ", "\t") or stripped.startswith(("File \"", "^", "~")):
+            # frames and source lines are indented deeper than the traceback's header (a
+            # traceback inside torchrun's report, or an indented paste, is indented itself)
+            if _indent(text) > tb.indent or stripped.startswith(("File \"", "^", "~")):
                 if stripped.startswith("File \""):
                     tb.frames.append(stripped)
                 return
@@ -443,8 +453,10 @@ def root_exception(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
             root = e
         elif root.chain_index == 0:
             break
-    head = root.message.split("\n", 1)[0]
-    same = [e for e in real if e.type == root.type and e.message.split("\n", 1)[0] == head]
+    def shape(e: ExceptionInfo) -> str:  # the same error on every rank: cuda:0 vs cuda:3
+        return _DIGITS.sub("#", e.message.split("\n", 1)[0])
+    head = shape(root)
+    same = [e for e in real if e.type == root.type and shape(e) == head]
     timed = all(e.line.ts is not None for e in same)
     return min(same, key=lambda e: (e.line.ts, e.line.seq) if timed else (0.0, e.line.seq))
 

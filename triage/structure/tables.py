@@ -63,6 +63,8 @@ ERROR_END_RE = re.compile(
     r"|exitcode\s*:\s*-?\d+|FAILED|Terminated|srun: error|CANCELLED|DUE TO TIME LIMIT")
 
 TRACEBACK_START = "Traceback (most recent call last):"
+# torchrun's report of a child that wrote an error file: "  traceback : Traceback (most ..."
+REPORT_TRACEBACK_RE = re.compile(r"traceback\s*:\s*Traceback \(most recent call last\):")
 CHAIN_MARKERS = {
     "During handling of the above exception, another exception occurred:": "during-handling",
     "The above exception was the direct cause of the following exception:": "direct-cause",
