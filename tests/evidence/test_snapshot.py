@@ -23,6 +23,7 @@ from triage.evidence.collect import (
     _nvml,
     collect,
     inductor_cache,
+    probe_args,
     run_probe,
     scan_kernel_lines,
     tmux_pane,
@@ -104,8 +105,8 @@ def test_probe_installed_but_broken_package_and_noisy_import(tmp_path, monkeypat
     assert f["package.accelerate"] is None  # installed, but not importable
     assert f["import_error.accelerate"].startswith("ImportError")
     # the probe's own stdout held only JSON despite the noise
-    out = subprocess.run([SYSTEM_PY, "-c", PROBE.read_text()], capture_output=True, text=True,
-                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(site)))
+    out = subprocess.run([SYSTEM_PY, "-c", PROBE.read_text(), *probe_args()], capture_output=True,
+                         text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(site)))
     json.loads(out.stdout)
     assert "banner" in out.stderr and "raw fd1 noise" in out.stderr
 

@@ -30,6 +30,7 @@ from triage.model import (
 )
 from triage.structure import Structure, Structurer
 from triage.structure.tables import STRUCTURE_LITERALS
+from triage.vocabulary import RUN_FACTS as RUN_FACTS  # re-exported: the run's own end facts
 
 __all__ = ["Analysis", "analyze", "analyze_lines", "analyze_text", "load_rules"]
 
@@ -154,9 +155,6 @@ def analyze_text(text: str | bytes, *, rules: list[Rule] | None = None,
 
 
 WAITING = ("nccl-timeout", "training-hang")
-
-# Facts about the process itself, added by whoever saw it end (triage watch, repro).
-RUN_FACTS = ("run.exit_status", "run.signal")
 
 
 def name_stragglers(diags: list[Diagnosis], findings: list[Finding],

@@ -63,7 +63,7 @@ class Matcher:
         ilits: dict[str, list[Any]] = {}
         for r in rules:
             for c in r.clauses:
-                if c.kind == "line":
+                if c.kind in ("line", "code"):
                     for lit in c.literals:
                         (ilits if c.icase else lits).setdefault(lit, []).append(c)
             for u in r.unless:
@@ -71,6 +71,10 @@ class Matcher:
                     for lit in u.literals:
                         (ilits if u.icase else lits).setdefault(lit, []).append((r.id, u))
         self.prefilter = Prefilter(lits, ilits)
+        # lines kept per source: the evidence's context, and as far back as a multi-line
+        # clause looks for its companion
+        self._window = max([CONTEXT] + [c.near.within for r in rules for c in r.clauses
+                                        if c.near is not None])
         self.findings: list[Finding] = []
         self._count: dict[str, int] = {}
         self._suppressed: set[str] = set()
@@ -87,7 +91,7 @@ class Matcher:
             self._resolve_cut(line.source, line)
         ctx = self._ctx.get(line.source)
         if ctx is None:
-            ctx = self._ctx[line.source] = deque(maxlen=CONTEXT)
+            ctx = self._ctx[line.source] = deque(maxlen=self._window)
         hits = self.prefilter.hits(text) if text else []
         if hits:
             self.candidate_lines += 1
@@ -106,6 +110,7 @@ class Matcher:
             ctx.append(_ctx_text(line))
 
     def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...], phase: str | None) -> None:
+        recent, ctx = ctx, ctx[-CONTEXT:]
         if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
             return
         if c.phases and phase not in c.phases:
@@ -121,8 +126,35 @@ class Matcher:
         rule = self.rules[c.rule_id]
         if _unless_line(rule.unless, line.text):
             return
+        if c.kind == "code" or c.near is not None:
+            self._code_or_near(c, line, ctx, recent, m)
+            return
         self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(line, ctx), _order(line),
                           c.name or f"match[{c.index}]", line.ts, "line", _groups(m)))
+
+    def _code_or_near(self, c: Clause, line: Line, ctx: tuple[str, ...],
+                      recent: tuple[str, ...], m: Any) -> None:
+        """A code clause fires for the codes it owns in its table, no more sure than the
+        code says, and its evidence names what the code means; a multi-line clause fires
+        only with its companion line just before."""
+        if c.near is not None and not c.near.found(recent):
+            return
+        conf, text, groups = c.confidence, line.text, _groups(m)
+        if c.table is not None:
+            try:
+                code = int(m.group("code"))
+            except (IndexError, TypeError, ValueError):
+                return
+            if not c.owns(code):
+                return  # another rule's code (79 is gpu-fell-off-bus's, not xid-error's)
+            cap = c.table.cap(code)
+            conf = conf if cap is None else min(conf, cap)
+            text = f"{text}  [{c.table.describe(code)}]"
+            row = c.table.rows.get(code, {})
+            groups += (("code_name", str(row.get("name", code))),)
+        ev = Evidence(text=text, source=line.source, line=line.lineno, rank=line.rank, context=ctx)
+        self._add(Finding(c.rule_id, conf, ev, _order(line), c.name or f"match[{c.index}]",
+                          line.ts, "line", groups))
 
     def _resolve_cut(self, source: str, nxt: Line | None) -> None:
         """Accept the cut matches of `source`'s previous line when it was cut: the source

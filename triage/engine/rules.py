@@ -1,22 +1,44 @@
 """Rules are data: `rules/<category>/<signature>.toml`, validated at load.
 
 Unknown keys, bad regexes, missing literals and missing examples are errors that name
-the file and the key. Nothing in a rule file is ever executed.
+the file and the key, and so is a name outside the declared vocabulary
+(triage.vocabulary: events and their `where` keys, phases, end states, facts, the
+category of the rule's folder), with the closest known name as a hint: a clause that
+names what the pipeline never produces could never fire. Nothing in a rule file is
+ever executed.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import regex
 
-from triage.engine.predicates import Predicate, parse_predicates
+from triage.engine.codes import (
+    CodeTable,
+    code_table,
+    compile_code_regex,
+    known_tables,
+    parse_select,
+    row_selected,
+)
+from triage.engine.predicates import Predicate, check_vocabulary, parse_predicates
 from triage.errors import RuleError
 from triage.model import Confidence
+from triage.vocabulary import (
+    END_FACTS,
+    END_STATES,
+    EVENTS,
+    PHASES,
+    categories,
+    did_you_mean,
+    fact_names,
+    is_fact,
+)
 
 REGEX_TIMEOUT = 0.25  # seconds per regex call on one line; a ReDoS costs at most this
 # A line cut inside a message matches when this much of the message is there (enough to
@@ -26,19 +48,32 @@ _WILDCARD = regex.compile(r"(?<!\\)\.(?:[*+{])|\[\^[^\]]*\][*+{]")
 
 TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yields", "fallback",
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
-            "priority", "generic"}
+            "generic"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "frames", "event", "where", "end_state", "last_phase", "when", "note", "severity",
-              "phase"}
+              "frames", "event", "where", "end_state", "last_phase", "when", "severity", "phase",
+              "table", "select", "unlisted", "near"}
+# Keys that once meant something (or nothing): rejected with what to write instead.
+RETIRED_KEYS = {
+    "priority": "retired: diagnoses rank by confidence, what explains what, and time",
+    "note": "retired: write a TOML comment (# ...) above the clause",
+}
 UNLESS_KEYS = {"name", "literal", "regex", "icase", "scope"}
 EVIDENCE_KEYS = {"when", "effect", "because"}
 EXAMPLE_KEYS = {"fire", "quiet"}
 # root-error: the log's root exception (structure.root_exception), whatever its type;
 # the clause of a generic rule that names where a run failed when no rule names why
-KINDS = {"line", "exception", "event", "end", "fact", "root-error"}
+# code: a line clause whose regex reads a number (?P<code>) that a code table
+# (triage/engine/codes.py) decodes and routes to the signature that owns it
+KINDS = {"line", "exception", "event", "end", "fact", "root-error", "code"}
+NEAR_KEYS = {"literal", "regex", "icase", "within"}
+MAX_NEAR = 8  # lines back a companion may be: a message continued, not a story
 EFFECTS = {"confirm", "support", "weaken", "rule_out", "note"}
 SEVERITIES = {"error", "warning"}
-END_KINDS = {"clean-exit", "traceback", "error", "cut-mid-line", "no-terminal-event", "empty"}
+# `{fact:NAME|default}` and `{match:GROUP|default}`: the one template syntax of because,
+# checks and remedies (triage.engine.reason.fill_facts)
+TEMPLATE_RE = regex.compile(r"\{(fact|match):([\w.\-]+)(?:\|[^}]*)?\}")
+# the retired str.format form of a fact, `{package.accelerate}` (not `${VAR}` of a shell)
+OLD_TEMPLATE_RE = regex.compile(r"(?<!\$)\{([a-z_][\w\-]*(?:\.[\w\-]+)+)\}")
 
 
 @dataclass(frozen=True)
@@ -63,12 +98,31 @@ class Clause:
     severity: str | None = None  # overrides the rule's (a warning rule's hard-failure clause)
     phases: tuple[str, ...] = ()  # line clauses: only while the log is in one of these phases
     cut_ok: bool = False  # the pattern is a message template a cut line can be a prefix of
+    # code clauses: the table the code is read through, the rows this clause owns, and
+    # whether codes the table does not list are this clause's too
+    table: CodeTable | None = None
+    select: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unlisted: bool = False
+    near: Near | None = None  # line and code clauses: a companion line just before
+
+    def owns(self, code: int) -> bool:
+        """A code clause: whether `code` is one of the rows it selects."""
+        if self.table is None:
+            return False
+        row = self.table.rows.get(code)
+        if row is None:
+            return self.unlisted
+        return row_selected(row, self.select)
 
     def __post_init__(self) -> None:
         # a pattern with an open-ended wildcard (.*, .+, .{0,80}, [^)]*) matches a prefix of
         # almost any line that holds its literal: no cut matching for it
         if self.pattern is not None:
             object.__setattr__(self, "cut_ok", _WILDCARD.search(self.pattern.pattern) is None)
+        if self.table is not None or self.near is not None:
+            # a cut code is a different number (": 7" of ": 79"), and a cut line cannot
+            # prove its companion: code and multi-line clauses match whole lines only
+            object.__setattr__(self, "cut_ok", False)
 
     def search(self, text: str) -> regex.Match[str] | None:
         """Full-regex check of a candidate text; a regex that times out is a miss."""
@@ -91,6 +145,29 @@ class Clause:
         if m is None or not m.partial or m.end() != len(text) or m.end() - m.start() < CUT_MIN_CHARS:
             return None
         return m
+
+
+@dataclass(frozen=True)
+class Near:
+    """A multi-line message: the companion line that must be within `within` lines before
+    the clause's line (the driver's message continued, the WARN before an error chain)."""
+
+    literals: tuple[str, ...]
+    pattern: regex.Pattern[str]
+    icase: bool
+    within: int
+
+    def found(self, recent: tuple[str, ...]) -> bool:
+        """Whether one of the recent lines (oldest first) is the companion."""
+        for text in recent[-self.within:]:
+            hay = text.lower() if self.icase else text
+            if any((lit.lower() if self.icase else lit) in hay for lit in self.literals):
+                try:
+                    if self.pattern.search(text, timeout=REGEX_TIMEOUT):
+                        return True
+                except TimeoutError:
+                    continue
+        return False
 
 
 @dataclass(frozen=True)
@@ -135,7 +212,6 @@ class Rule:
     docs: tuple[str, ...] = ()
     fire: tuple[str, ...] = ()
     quiet: tuple[str, ...] = ()
-    priority: float = 0.0
 
 
 def default_rules_dir() -> Path:
@@ -162,8 +238,10 @@ def load_rules(dirs: list[Path] | None = None, *, include_default: bool = True) 
     for folder in folders:
         if not folder.is_dir():
             raise RuleError(str(folder), "(folder)", "not a folder of rules")
+        cats = categories(folder)
         for path in sorted(folder.rglob("*.toml")):
             rule = load_rule(path)
+            _check_category(rule, path, folder, cats)
             if rule.id in seen:
                 raise RuleError(str(path), "id", f"duplicate id {rule.id!r}, also in {seen[rule.id]}")
             seen[rule.id] = str(path)
@@ -171,7 +249,26 @@ def load_rules(dirs: list[Path] | None = None, *, include_default: bool = True) 
     return rules
 
 
+def _check_category(rule: Rule, path: Path, root: Path, cats: tuple[str, ...]) -> None:
+    """A rule's category is the folder it sits in (`rules/<category>/<id>.toml`); a rule
+    at the top of a user's folder names one of that folder's or the shipped categories."""
+    parts = path.relative_to(root).parts
+    if len(parts) > 1:
+        if rule.category != parts[0]:
+            raise RuleError(rule.path, "category",
+                            f"{rule.category!r} is not its folder {parts[0]!r} "
+                            f"(rules/<category>/<id>.toml)")
+        return
+    known = set(cats) | set(categories(default_rules_dir()))
+    if rule.category not in known:
+        raise RuleError(rule.path, "category",
+                        f"unknown category {rule.category!r}{did_you_mean(rule.category, known)}; "
+                        f"one of {', '.join(sorted(known))}, or put the rule in a folder named "
+                        f"after a new one")
+
+
 def load_rule(path: Path) -> Rule:
+    """Read and validate one rule file."""
     p = str(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -183,9 +280,8 @@ def load_rule(path: Path) -> Rule:
 
 
 def parse_rule(data: dict[str, Any], p: str) -> Rule:
-    unknown = set(data) - TOP_KEYS
-    if unknown:
-        raise RuleError(p, sorted(unknown)[0], "unknown key")
+    """Validate a rule's parsed TOML (`p` names the file in errors)."""
+    _no_unknown_keys(data, TOP_KEYS, p, "")
     rid = _req_str(data, "id", p)
     if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", rid):
         raise RuleError(p, "id", f"{rid!r} is not a signature id (lowercase words joined by -)")
@@ -208,10 +304,10 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
         raise RuleError(p, "examples." + sorted(set(ex) - EXAMPLE_KEYS)[0], "unknown key")
     fire = _str_list(ex, "fire", p, "examples.")
     quiet = _str_list(ex, "quiet", p, "examples.")
-    text_kinds = any(c.kind in ("line", "exception") for c in clauses)
+    text_kinds = any(c.kind in ("line", "exception", "code") for c in clauses)
     if text_kinds and (not fire or not quiet):
         raise RuleError(p, "examples", "needs at least one 'fire' and one 'quiet' example")
-    return Rule(
+    rule = Rule(
         id=rid, title=_req_str(data, "title", p), category=_req_str(data, "category", p),
         severity=severity, summary=str(data.get("summary", "")), path=p, clauses=clauses,
         unless=unless, evidence=evidence,
@@ -220,17 +316,16 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
         aliases=tuple(_str_list(data, "aliases", p)),
         remedies=tuple(_str_list(data, "remedies", p)), checks=tuple(_str_list(data, "checks", p)),
         docs=tuple(_str_list(data, "docs", p)), fire=tuple(fire), quiet=tuple(quiet),
-        priority=float(data.get("priority", 0.0)),
     )
+    _check_templates(rule, p)
+    return rule
 
 
 def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     key = f"match[{i}]"
     if not isinstance(m, dict):
         raise RuleError(p, key, "must be a table")
-    unknown = set(m) - MATCH_KEYS
-    if unknown:
-        raise RuleError(p, f"{key}.{sorted(unknown)[0]}", "unknown key")
+    _no_unknown_keys(m, MATCH_KEYS, p, key + ".")
     kind = str(m.get("kind", "line"))
     if kind not in KINDS:
         raise RuleError(p, f"{key}.kind", f"must be one of {sorted(KINDS)}")
@@ -259,30 +354,149 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
     where: dict[str, tuple[Any, ...]] = {}
     if kind == "event":
-        if not isinstance(m.get("event"), str):
-            raise RuleError(p, f"{key}.event", "required: the event kind (e.g. torchrun-failure)")
-        w = m.get("where", {})
-        if not isinstance(w, dict):
-            raise RuleError(p, f"{key}.where", "must be a table")
-        where = {k: tuple(v) if isinstance(v, list) else (v,) for k, v in w.items()}
-    end_states = tuple(_str_list(m, "end_state", p, key + "."))
-    bad = set(end_states) - END_KINDS
-    if bad:
-        raise RuleError(p, f"{key}.end_state", f"unknown end state {sorted(bad)[0]!r}")
+        where = _event_where(m, p, key)
+    end_states = _names(m, "end_state", END_STATES, "end state", p, key)
     if kind == "end" and not end_states:
         raise RuleError(p, f"{key}.end_state", "required for an end clause")
+    last_phases = _names(m, "last_phase", PHASES, "phase", p, key)
+    phases = _names(m, "phase", PHASES, "phase", p, key)
     when: tuple[Predicate, ...] = ()
     if "when" in m:
         when = _predicates(m["when"], p, f"{key}.when")
+        _no_end_facts(when, p, f"{key}.when")
     if kind == "fact" and not when:
         raise RuleError(p, f"{key}.when", "required for a fact clause")
     sev = m.get("severity")
     if sev is not None and sev not in SEVERITIES:
         raise RuleError(p, f"{key}.severity", f"must be one of {sorted(SEVERITIES)}")
-    return Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
-                  m.get("event"), where, end_states,
-                  tuple(_str_list(m, "last_phase", p, key + ".")), when, str(m.get("name", "")),
-                  sev, tuple(_str_list(m, "phase", p, key + ".")))
+    return _code_and_near(
+        Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
+               m.get("event"), where, end_states, last_phases, when, str(m.get("name", "")),
+               sev, phases), m, p, key)
+
+
+def _code_and_near(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:
+    """The parts of a code clause (table, select, unlisted, its own or the table's
+    literal and regex) and of a multi-line one (near); misplaced keys are errors."""
+    if c.kind != "code":
+        for k in ("table", "select", "unlisted"):
+            if k in m:
+                raise RuleError(p, f"{key}.{k}", 'only a kind = "code" clause reads a code table')
+        if "near" in m and c.kind != "line":
+            raise RuleError(p, f"{key}.near", "only line and code clauses have a companion line")
+        return replace(c, near=_near(m["near"], p, f"{key}.near")) if "near" in m else c
+    name = m.get("table")
+    if not isinstance(name, str) or not name:
+        raise RuleError(p, f"{key}.table", f"required: one of {', '.join(known_tables())}")
+    if name not in known_tables():
+        raise RuleError(p, f"{key}.table", f"unknown code table {name!r} "
+                                           f"(known: {', '.join(known_tables())})")
+    table = code_table(name)
+    if "regex" in m or table.pattern is None:
+        # a clause of its own: `NCCL INFO x.cc:NNN -> (?P<code>N)`
+        if "regex" not in m:
+            raise RuleError(p, f"{key}.regex", f"required: table {name} has no shared pattern")
+        literals = tuple(_literals(m, p, key))
+        pattern = compile_code_regex(m["regex"], p, f"{key}.regex", c.icase)
+        _literal_in_regex(literals, m["regex"], p, key)
+    else:
+        # the table's shared reading of its lines (every Xid spelling, read once)
+        if "literal" in m:
+            raise RuleError(p, f"{key}.literal", f"table {name}'s pattern has its own literals; "
+                                                 "give a regex with the literal")
+        literals, pattern = table.literals, table.pattern
+    unlisted = m.get("unlisted", False)
+    if not isinstance(unlisted, bool):
+        raise RuleError(p, f"{key}.unlisted", "must be true or false")
+    near = _near(m["near"], p, f"{key}.near") if "near" in m else None
+    return replace(c, literals=literals, pattern=pattern, table=table,
+                   select=parse_select(m.get("select"), table, p, f"{key}.select"),
+                   unlisted=unlisted, near=near)
+
+
+def _near(src: Any, p: str, key: str) -> Near:
+    if not isinstance(src, dict):
+        raise RuleError(p, key, "must be a table: { literal = ..., regex = ..., within = N }")
+    if set(src) - NEAR_KEYS:
+        raise RuleError(p, f"{key}.{sorted(set(src) - NEAR_KEYS)[0]}", "unknown key")
+    within = src.get("within", 3)
+    if not isinstance(within, int) or isinstance(within, bool) or not 1 <= within <= MAX_NEAR:
+        raise RuleError(p, f"{key}.within", f"must be 1 to {MAX_NEAR} (lines before)")
+    icase = bool(src.get("icase", False))
+    pat = _compile(src.get("regex"), p, f"{key}.regex", icase, required=True)
+    assert pat is not None
+    return Near(tuple(_literals(src, p, key)), pat, icase, within)
+
+
+def _no_unknown_keys(table: dict[str, Any], allowed: set[str], p: str, prefix: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if not unknown:
+        return
+    k = unknown[0]
+    raise RuleError(p, prefix + k, RETIRED_KEYS.get(k) or f"unknown key{did_you_mean(k, allowed)}")
+
+
+def _event_where(m: dict[str, Any], p: str, key: str) -> dict[str, tuple[Any, ...]]:
+    """An event clause's event kind and `where` table, against the declared events."""
+    event = m.get("event")
+    if not isinstance(event, str):
+        raise RuleError(p, f"{key}.event", "required: the event kind (e.g. torchrun-failure)")
+    if event not in EVENTS:
+        raise RuleError(p, f"{key}.event", f"unknown event {event!r}{did_you_mean(event, EVENTS)}; "
+                                            f"one of {', '.join(sorted(EVENTS))}")
+    w = m.get("where", {})
+    if not isinstance(w, dict):
+        raise RuleError(p, f"{key}.where", "must be a table")
+    carries = EVENTS[event]
+    for k in w:
+        if k not in carries:
+            raise RuleError(p, f"{key}.where.{k}",
+                            f"a {event} event carries no {k!r}{did_you_mean(k, carries)}; "
+                            f"it carries {', '.join(sorted(carries))}")
+    return {k: tuple(v) if isinstance(v, list) else (v,) for k, v in w.items()}
+
+
+def _names(m: dict[str, Any], field_: str, allowed: tuple[str, ...], what: str, p: str,
+           key: str) -> tuple[str, ...]:
+    """A list of declared names (phases, end states): an unknown one is an error."""
+    names = tuple(_str_list(m, field_, p, key + "."))
+    for n in names:
+        if n not in allowed:
+            raise RuleError(p, f"{key}.{field_}", f"unknown {what} {n!r}{did_you_mean(n, allowed)}; "
+                                                  f"one of {', '.join(allowed)}")
+    return names
+
+
+def _no_end_facts(when: tuple[Predicate, ...], p: str, key: str) -> None:
+    """How the log ends is said one way: an end clause's `end_state` and `last_phase`,
+    with `when` for the facts beside it. The log's end facts in a clause's `when` (a fact
+    clause on `log.truncated and log.last_phase == X`) are the retired second way."""
+    for pred in when:
+        if pred.fact in END_FACTS:
+            raise RuleError(p, key, f"{pred.fact!r} says how the log ends: write kind = \"end\" "
+                                    f"with end_state = [...] and last_phase = [...], and keep only "
+                                    f"the other facts in when")
+
+
+def _check_templates(rule: Rule, p: str) -> None:
+    """because, checks and remedies name facts as `{fact:NAME|default}` and what the
+    matched line said as `{match:GROUP|default}`: each name must exist."""
+    groups = {g for c in rule.clauses if c.pattern is not None for g in c.pattern.groupindex}
+    texts = [(f"evidence[{i}].because", e.because) for i, e in enumerate(rule.evidence)]
+    texts += [(f"checks[{i}]", t) for i, t in enumerate(rule.checks)]
+    texts += [(f"remedies[{i}]", t) for i, t in enumerate(rule.remedies)]
+    for key, text in texts:
+        old = OLD_TEMPLATE_RE.search(text)
+        if old:
+            raise RuleError(p, key, f"{{{old.group(1)}}} is the retired template form: "
+                                    f"write {{fact:{old.group(1)}}} (or {{fact:NAME|default}})")
+        for m in TEMPLATE_RE.finditer(text):
+            kind, name = m.group(1), m.group(2)
+            if kind == "fact" and not is_fact(name):
+                raise RuleError(p, key, f"unknown fact {name!r}{did_you_mean(name, fact_names())}")
+            if kind == "match" and name not in groups:
+                raise RuleError(p, key, f"no clause's regex has a group named {name!r}"
+                                        f"{did_you_mean(name, groups)}")
 
 
 def _literals(m: dict[str, Any], p: str, key: str) -> list[str]:
@@ -324,8 +538,7 @@ def _compile(src: Any, p: str, key: str, icase: bool, *, required: bool) -> rege
 
 def _unless(u: Any, p: str, i: int) -> Unless:
     key = f"unless[{i}]"
-    if set(u) - UNLESS_KEYS:
-        raise RuleError(p, f"{key}.{sorted(set(u) - UNLESS_KEYS)[0]}", "unknown key")
+    _no_unknown_keys(u, UNLESS_KEYS, p, key + ".")
     scope = str(u.get("scope", "line"))
     if scope not in ("line", "log", "frames"):
         raise RuleError(p, f"{key}.scope", "must be line, log or frames")
@@ -337,8 +550,7 @@ def _unless(u: Any, p: str, i: int) -> Unless:
 
 def _evidence(e: Any, p: str, i: int) -> EvidenceRule:
     key = f"evidence[{i}]"
-    if set(e) - EVIDENCE_KEYS:
-        raise RuleError(p, f"{key}.{sorted(set(e) - EVIDENCE_KEYS)[0]}", "unknown key")
+    _no_unknown_keys(e, EVIDENCE_KEYS, p, key + ".")
     effect = str(e.get("effect", ""))
     if effect not in EFFECTS:
         raise RuleError(p, f"{key}.effect", f"must be one of {sorted(EFFECTS)}")
@@ -350,9 +562,11 @@ def _evidence(e: Any, p: str, i: int) -> EvidenceRule:
 
 def _predicates(src: Any, p: str, key: str) -> tuple[Predicate, ...]:
     try:
-        return tuple(parse_predicates(src))
+        preds = parse_predicates(src)
+        check_vocabulary(preds)
     except ValueError as e:
         raise RuleError(p, key, str(e)) from None
+    return tuple(preds)
 
 
 def _list_of_tables(data: dict[str, Any], key: str, p: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     # a training checkpoint read back (resume, Megatron/DCP load); HF's "Loading checkpoint
     # shards" is model loading
     ("checkpoint-loading", re.compile(
-        r"[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint (?:from|at)\b"
+        r"[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint\b(?! shards)"
         r"|[Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint|\bload_checkpoint\b")),
     ("model-loading", re.compile(
         r"Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b|Loading checkpoint shards"
@@ -27,8 +27,8 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("compiling", re.compile(
         r"Compiling\b|torch\.compile|torch\._dynamo|inductor|triton\.compile|Compile time")),
     ("checkpoint-saving", re.compile(
-        r"[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint|Saving model|save_pretrained|Saving state|"
-        r"Writing checkpoint|checkpoint saved|Saved checkpoint")),
+        r"[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint|Saving model|save_pretrained"
+        r"|Saving state|Writing checkpoint|checkpoint saved|Saved checkpoint")),
     ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
     ("training", re.compile(
         r"\bstep[ =:]+\d+|\biter(?:ation)?[ =:]+\d+|\{'loss': |\bepoch[ =:]+\d+"
