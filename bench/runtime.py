@@ -6,6 +6,8 @@
 Target features are computed once (the target is frozen and, in the thread layout, runs
 elsewhere), so the timing is the drafter step: forward, backward, clip, AdamW.
 tok/s counts sequence tokens (batch x padded length), like the trainer's step lines.
+MFU counts the attention each backend really computes: the dense grid for sdpa, the
+tiles the BlockMask keeps for flex_attention (see `attended_pairs`).
 """
 
 from __future__ import annotations
@@ -24,18 +26,45 @@ import torch  # after the path setup above
 from dflash_runtime.config import Config, preset
 from dflash_runtime.data import make_loader
 from dflash_runtime.drafter import Drafter
+from dflash_runtime.masks import flex_mask, sdpa_mask
 from dflash_runtime.target import build_target, target_features
-from dflash_runtime.train import forward_loss, make_optimizer
+from dflash_runtime.train import forward_loss, make_optimizer, sample_anchors
 
 # Dense bf16 peak FLOP/s by device name fragment (vendor datasheets).
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "B200": 2250e12}
 
 
-def step_flops(cfg: Config, batch: int, seq: int) -> float:
-    """Matmul FLOPs of one drafter training step (forward + backward), dense attention.
+def attended_pairs(
+    cfg: Config, batch: dict[str, torch.Tensor], attention: str, g: torch.Generator
+) -> tuple[float, float]:
+    """(query-key pairs the backend computes, pairs the mask keeps), summed over the batch.
+
+    sdpa computes the dense Q x KV grid whatever the mask. flex_attention computes only
+    the 128x128 tiles its BlockMask keeps (partial and full tiles), so counting the dense
+    grid for it would credit work it skips.
+    """
+    anchors, keep = sample_anchors(batch["loss_mask"], cfg.num_anchors, g)
+    rows, seq = batch["input_ids"].shape
+    q = cfg.num_anchors * cfg.block_size
+    kv = seq + q
+    kept = float(sdpa_mask(anchors.cpu(), keep.cpu(), seq, cfg.block_size).sum())
+    if attention != "flex":
+        return float(rows * q * kv), kept
+    bm = flex_mask(anchors, keep, seq, cfg.block_size)
+    tiles = bm.kv_num_blocks.sum() + (
+        bm.full_kv_num_blocks.sum() if bm.full_kv_num_blocks is not None else 0
+    )
+    tile_q, tile_kv = bm.BLOCK_SIZE
+    return float(tiles) * tile_q * tile_kv, kept
+
+
+def step_flops(cfg: Config, batch: int, seq: int, pairs: float | None = None) -> float:
+    """Matmul FLOPs of one drafter training step (forward + backward).
 
     Trainable matmuls cost 6 FLOPs per weight per token; the frozen lm_head costs 4
-    (no weight gradient). Attention scores and values count as dense Q x KV products.
+    (no weight gradient). Attention scores and values cost 12 FLOPs per head dimension
+    for each query-key pair computed (`pairs`, summed over the batch; default: the dense
+    Q x KV grid).
     """
     d, h, hkv, hd = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
     q = cfg.num_anchors * cfg.block_size  # draft positions per row
@@ -45,9 +74,11 @@ def step_flops(cfg: Config, batch: int, seq: int) -> float:
     per_layer = 6 * (
         q * d * h * hd + 2 * kv * d * hkv * hd + q * h * hd * d + 3 * q * d * cfg.intermediate_size
     )
-    attn = 6 * 2 * q * kv * h * hd
     head = 4 * q * d * cfg.vocab_size
-    return batch * (fc + cfg.num_draft_layers * (per_layer + attn) + head)
+    if pairs is None:
+        pairs = float(batch * q * kv)
+    attn = 6 * 2 * pairs * h * hd
+    return batch * (fc + cfg.num_draft_layers * per_layer + head) + cfg.num_draft_layers * attn
 
 
 def peak_flops(device: str) -> float | None:
@@ -94,11 +125,20 @@ def bench(cfg: Config, attention: str, device: str, steps: int, warmup: int) -> 
     sync()
     dt = (time.perf_counter() - t1) / steps
     rows, seq = batch["input_ids"].shape
-    out = {"step_ms": dt * 1e3, "tok_s": rows * seq / dt, "warmup_s": t1 - t0}
+    pairs, kept = attended_pairs(cfg, batch, attention, torch.Generator().manual_seed(0))
+    flops = step_flops(cfg, rows, seq, pairs)
+    out = {
+        "step_ms": dt * 1e3,
+        "tok_s": rows * seq / dt,
+        "warmup_s": t1 - t0,
+        "attn_pairs_computed": pairs,
+        "attn_pairs_kept": kept,  # the mask's true entries: what any backend must do
+        "gflop_step": flops / 1e9,
+    }
     peak = peak_flops(device)
     if peak:
-        out["tflops"] = step_flops(cfg, rows, seq) / dt / 1e12
-        out["mfu"] = step_flops(cfg, rows, seq) / dt / peak
+        out["tflops"] = flops / dt / 1e12
+        out["mfu"] = flops / dt / peak
     return out
 
 

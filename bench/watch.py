@@ -1,6 +1,27 @@
-"""Bench `triage watch`: CPU share at 1 MB/s of output, and diagnosis latency.
+"""Bench `triage watch`: CPU share at 1 MB/s of output, and diagnosis latency; and for
+the dead pane: the exit status known over many deaths under load, the TUI's longest
+frame gap at death, and the TUI's CPU share in a real terminal.
 
     .venv/bin/python bench/watch.py [--seconds 10] [--rate-mb 1] [--trials 5] [--no-tmux]
+    .venv/bin/python bench/watch.py --only death [--deaths 50] [--load 2]
+    .venv/bin/python bench/watch.py --only tui [--seconds 10]
+
+Exit status (`--only death`): `--load` busy-looping processes keep the cores busy; each
+of `--deaths` panes runs tests/watch/scripts/story_steps.py (steps, then a line cut off
+mid-word) under a headless WatchSession and is SIGKILLed once its last line is in the
+capture; a death counts as known when the `ended` event says SIGKILL (from tmux or from
+the zombie's /proc entry: `status_from` says which).
+
+Frame gap (`--only death` too): the TUI (textual's headless driver, real app loop, the
+evidence snapshot on as by default) watches a story pane; a 20 ms timer on the UI thread
+records when it runs; the pane is SIGKILLed; the longest gap between two timer runs from
+the kill until the final report is shown is the longest the screen could not redraw.
+
+TUI CPU (`--only tui`): `triage watch FILE` runs in a 120x40 tmux pane (a real terminal
+that renders every frame) while this script appends step lines at 10 lines/s, then at
+1 MB/s, with the FX traceback appended at a known instant; the TUI process's CPU (from
+/proc) over the window divided by wall time, and the time until its --on-diagnosis hook
+runs for that line.
 
 CPU: a headless watcher (`triage watch FILE --no-tui`) follows a file that this script
 appends to at the given rate in 10 slices a second; the watcher's user+system CPU over
@@ -189,13 +210,194 @@ def bench_latency_tmux(trials: int) -> list[float]:
     return out
 
 
+STORY = Path(__file__).resolve().parent.parent / "tests" / "watch" / "scripts" / "story_steps.py"
+CUT = b"Target 0 on cuda:0... T"
+
+
+def bench_exit_status(deaths: int, load: int) -> dict:
+    """Deaths whose exit signal the watcher knew, under `load` busy processes."""
+    if shutil.which("tmux") is None:
+        return {"skipped": "tmux is not installed"}
+    from triage.watch.session import TmuxSource, WatchSession
+
+    hogs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(load)]
+    d = Path(tempfile.mkdtemp(prefix="bench-death-"))
+    sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
+    tm = ["tmux", "-L", sock, "-f", "/dev/null"]
+    subprocess.run([*tm, "new-session", "-d", "-s", "keep", "sleep 3600"], check=True)
+    known, sources, worst = 0, {"tmux": 0, "proc": 0}, 0.0
+    try:
+        for i in range(deaths):
+            subprocess.run([*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}",
+                            f"{PY} {STORY} 3 0.05"], check=True)
+            cap = d / f"cap{i}.log"
+            s = WatchSession(TmuxSource(f"keep:w{i}", cap, socket=sock), snapshot=False,
+                             status_interval=0.1)
+            s.start()
+            deadline = time.monotonic() + 30
+            killed_at = None
+            while not s.done and time.monotonic() < deadline:
+                s.poll()
+                if killed_at is None and cap.exists() and CUT in cap.read_bytes():
+                    pid = int(subprocess.run([*tm, "display", "-p", "-t", f"keep:w{i}",
+                                              "#{pane_pid}"], capture_output=True,
+                                             text=True).stdout.strip())
+                    os.kill(pid, 9)
+                    killed_at = time.monotonic()
+                time.sleep(0.02)
+            if killed_at is not None:
+                worst = max(worst, time.monotonic() - killed_at)
+            if s.run.ended is not None and s.run.ended.signal == "SIGKILL":
+                known += 1
+                sources[s.run.ended.status_from or "tmux"] += 1
+            if not s.done:
+                s.stop()
+    finally:
+        for h in hogs:
+            h.kill()
+        subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+    return {"deaths": deaths, "load_processes": load, "signal_known": known,
+            "told_by": sources, "slowest_end_s": round(worst, 2)}
+
+
+def bench_frame_gap(trials: int) -> dict:
+    """The TUI's longest gap between two runs of a 20 ms UI timer, from a SIGKILL of the
+    watched pane until the final report is on screen."""
+    if shutil.which("tmux") is None:
+        return {"skipped": "tmux is not installed"}
+    import asyncio
+
+    from triage.tui.app import WatchApp
+    from triage.watch.session import TmuxSource, WatchSession
+
+    gaps: list[float] = []
+    signals: list[str | None] = []
+
+    async def one(i: int) -> None:
+        d = Path(tempfile.mkdtemp(prefix="bench-gap-"))
+        sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
+        tm = ["tmux", "-L", sock, "-f", "/dev/null"]
+        subprocess.run([*tm, "new-session", "-d", "-s", "story", "-x", "120", "-y", "40",
+                        f"{PY} {STORY} 5 0.3"], check=True)
+        cap = d / "cap.log"
+        session = WatchSession(TmuxSource("story", cap, socket=sock), snapshot=True)
+        app = WatchApp(session)
+        ticks: list[float] = []
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                app.set_interval(0.02, lambda: ticks.append(time.monotonic()))
+                deadline = time.monotonic() + 30
+                while not (cap.exists() and CUT in cap.read_bytes()):
+                    if time.monotonic() > deadline:
+                        return
+                    await pilot.pause(0.05)
+                pid = int(subprocess.run([*tm, "display", "-p", "-t", "story", "#{pane_pid}"],
+                                         capture_output=True, text=True).stdout.strip())
+                killed = time.monotonic()
+                os.kill(pid, 9)
+                while session.final_report is None and time.monotonic() < killed + 30:
+                    await pilot.pause(0.05)
+                await pilot.pause(0.3)
+                done = time.monotonic()
+                ts = [killed] + [t for t in ticks if killed <= t <= done] + [done]
+                gaps.append(max(b - a for a, b in zip(ts, ts[1:], strict=False)))
+                ended = session.run.ended
+                signals.append(ended.signal if ended else None)
+        finally:
+            subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
+            shutil.rmtree(d, ignore_errors=True)
+
+    for i in range(trials):
+        asyncio.run(one(i))
+    return {"trials": len(gaps), "max_gap_ms": round(max(gaps) * 1000) if gaps else None,
+            "gaps_ms": [round(g * 1000) for g in gaps], "signals": signals}
+
+
+HOOK = "cat > /dev/null; date +%s.%N >> {out}"
+
+
+def bench_tui_cpu(seconds: float) -> dict:
+    """The TUI in a real terminal (a tmux pane): CPU share at 10 lines/s and at 1 MB/s,
+    and the time from the FX error line to its --on-diagnosis hook."""
+    if shutil.which("tmux") is None:
+        return {"skipped": "tmux is not installed"}
+    out: dict = {}
+    for name, rate_lines, rate_bytes in (("10_lines_s", 10, None), ("1_mb_s", None, 1e6)):
+        d = Path(tempfile.mkdtemp(prefix="bench-tui-"))
+        log, hook_out = d / "train.log", d / "hook.txt"
+        log.write_bytes(b"")
+        sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
+        tm = ["tmux", "-L", sock, "-f", "/dev/null"]
+        cmd = (f"{PY} -m triage watch {log} --no-snapshot "
+               f"--on-diagnosis '{HOOK.format(out=hook_out)}'")
+        subprocess.run([*tm, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", cmd],
+                       check=True)
+        try:
+            pid = int(subprocess.run([*tm, "display", "-p", "-t", "tui", "#{pane_pid}"],
+                                     capture_output=True, text=True).stdout.strip())
+            time.sleep(3.0)  # imports, rules, first frame
+            if rate_bytes is not None:
+                stream(log, rate_bytes, 1.0, False)
+            else:
+                _slow(log, rate_lines, 1.0, 1)
+            c0, t0 = cpu_seconds(pid), time.monotonic()
+            if rate_bytes is not None:
+                err_t = stream(log, rate_bytes, seconds, False, error_at=seconds / 2)
+            else:
+                err_t = _slow(log, rate_lines, seconds, 10_000, error_at=seconds / 2)
+            time.sleep(0.3)
+            c1, t1 = cpu_seconds(pid), time.monotonic()
+            try:
+                hook_t = float(hook_out.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                hook_t = None
+            out[name] = {"cpu_share": round((c1 - c0) / (t1 - t0), 4),
+                         "diagnosis_latency_s": round(hook_t - err_t, 3)
+                         if hook_t is not None and err_t is not None else None}
+        finally:
+            subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
+            shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def _slow(path: Path, per_s: int, seconds: float, first: int,
+          error_at: float | None = None) -> float | None:
+    """Append `per_s` step lines a second, one at a time; the FX error at `error_at`."""
+    t0 = time.monotonic()
+    err_t = None
+    k = 0
+    with path.open("ab") as w:
+        while time.monotonic() - t0 < seconds:
+            w.write(step_lines(first + k, 1, False))
+            w.flush()
+            if error_at is not None and err_t is None and time.monotonic() - t0 >= error_at:
+                err_t = time.time()
+                w.write(TB)
+                w.flush()
+            k += 1
+            time.sleep(max(0.0, t0 + k / per_s - time.monotonic()))
+    return err_t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate-mb", type=float, default=1.0)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--no-tmux", action="store_true")
+    ap.add_argument("--only", choices=("headless", "death", "tui"),
+                    help="one group of measures (default: headless, the original set)")
+    ap.add_argument("--deaths", type=int, default=50)
+    ap.add_argument("--load", type=int, default=2, help="busy processes during the deaths")
     a = ap.parse_args()
+    if a.only == "death":
+        print(json.dumps({"exit_status": bench_exit_status(a.deaths, a.load),
+                          "frame_gap": bench_frame_gap(3)}, indent=2))
+        return
+    if a.only == "tui":
+        print(json.dumps({"tui": bench_tui_cpu(a.seconds)}, indent=2))
+        return
     rate = a.rate_mb * 1e6
     res: dict = {"cpu": [bench_cpu(a.seconds, rate, g) for g in (False, True)]}
     lat = bench_latency_file(a.trials, rate)

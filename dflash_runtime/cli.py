@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from dflash_runtime.checkpoint import load_checkpoint, save_checkpoint
+from dflash_runtime.checkpoint import TrainState, load_checkpoint, read_resume, save_checkpoint
 from dflash_runtime.config import PRESETS, Config, preset
 from dflash_runtime.data import eval_prompts, make_loader
 from dflash_runtime.decode import evaluate
@@ -24,14 +24,13 @@ from dflash_runtime.placement import (
     init_distributed,
     rank,
     train_threads,
-    warmup_compile,
+    warmup_every_shape,
 )
 from dflash_runtime.target import (
     build_target,
     load_targets,
     save_target,
     shapes_from_checkpoint,
-    target_features,
 )
 
 
@@ -48,6 +47,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         eval_prompts=args.eval_prompts,
         eval_new_tokens=args.eval_new_tokens,
         target_pretrain_steps=args.target_pretrain_steps,
+        pad_multiple=getattr(args, "pad_multiple", None),
     )
     if args.target_path:
         cfg = shapes_from_checkpoint(cfg, args.target_path)
@@ -92,27 +92,39 @@ def cmd_train(args: argparse.Namespace) -> int:
     target_devs, drafter_devs = devices(place, device)
     targets = load_targets(cfg, target_devs, cfg.seed, dtype)
     drafters = build_drafters(cfg, targets, drafter_devs, cfg.seed + 1)
+    resume = None
+    if args.resume:
+        resume = read_resume(args.resume)
+        for d in drafters:
+            load_checkpoint(args.resume, d)
+        print(f"Resuming from {args.resume} at step {resume.step}...", flush=True)
+        if resume.step >= cfg.steps:
+            raise SystemExit(f"{args.resume} is at step {resume.step}: nothing left of --steps "
+                             f"{cfg.steps}")
     prompts = eval_prompts(cfg, cfg.seed)
     tau_before = evaluate(targets[0], drafters[0], prompts, cfg)[0] if prompts else 0.0
     print(f"acceptance_length before {tau_before:.3f}", flush=True)
 
     loader = make_loader(cfg, cfg.seed + 7919 * rank(), args.num_workers)
     batches = iter(loader)
+    if resume is not None:
+        # The sampler is seeded: skipping what the saved steps drew puts the data where
+        # the first run was (each worker drew one batch per step).
+        for _ in range(resume.step * place.drafters):
+            next(batches)
     first = next(batches)
     if place.attention == "flex" and place.warmup_compile:
-        feats, _ = target_features(
-            targets[0], first["input_ids"].to(target_devs[0]), cfg.target_layer_ids
-        )
-        warmup_compile(drafters, first, feats, cfg, place)
+        warmup_every_shape(drafters, targets[0], first, cfg, place)
     batches = itertools.chain([first], batches)
 
-    def on_step(step: int, drafter: Drafter, opt: torch.optim.Optimizer) -> None:
+    def on_step(step: int, drafter: Drafter, state: TrainState) -> None:
         if place.save and place.save_every and step % place.save_every == 0 and rank() == 0:
-            save_checkpoint(place.save, drafter, opt, step, cfg)
+            # One folder per saved step, so an earlier step stays there to resume from.
+            save_checkpoint(str(Path(place.save) / f"step_{step}"), drafter, state, cfg)
 
-    hist = train_threads(cfg, place, targets, drafters, batches, on_step)
+    hist = train_threads(cfg, place, targets, drafters, batches, on_step, resume)
     if place.save and rank() == 0:
-        save_checkpoint(place.save, drafters[0], None, cfg.steps, cfg)
+        save_checkpoint(place.save, drafters[0], hist.state, cfg)
     tau_after = evaluate(targets[0], drafters[0], prompts, cfg)[0] if prompts else 0.0
     print(f"acceptance_length after {tau_after:.3f}", flush=True)
     summary = {
@@ -197,6 +209,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float)
     t.add_argument("--batch-size", type=int)
     t.add_argument("--num-anchors", type=int)
+    t.add_argument(
+        "--pad-multiple", type=int, help="pad batches to a multiple of this (one shape each)"
+    )
     t.add_argument("--attention", choices=["flex", "sdpa"], default="sdpa")
     t.add_argument("--targets", type=int, default=1, help="target models (threads)")
     t.add_argument("--drafters", type=int, default=1, help="drafter workers (threads)")
@@ -204,11 +219,14 @@ def parser() -> argparse.ArgumentParser:
         "--warmup-compile",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="compile flex_attention before the worker threads start",
+        help="compile flex_attention for every batch shape before the worker threads start",
     )
     t.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
     t.add_argument("--save", help="checkpoint folder")
     t.add_argument("--save-every", type=int, default=0)
+    t.add_argument(
+        "--resume", help="checkpoint folder to continue from (weights, optimiser, step)"
+    )
     t.add_argument("--stall-rank", type=int, default=-1, help="this rank sleeps before a step")
     t.add_argument("--stall-step", type=int, default=2)
     t.add_argument("--stall-seconds", type=float, default=0.0)

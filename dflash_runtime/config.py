@@ -56,6 +56,10 @@ class Config:
     data_vocab: int = 32
     chain_seed: int = 1234  # the "world": fixed across runs so target and drafter share it
     chain_p: float = 0.9  # probability of the deterministic successor
+    # 0: the Markov chain, whose anchor alone fixes a block's continuation (a drafter
+    # needs no target for it). P > 0: a copy task with period P (data.py), where only the
+    # context before the anchor, seen through the target's features, tells what follows.
+    data_period: int = 0
     seq_len: int = 64  # maximum sequence length
     min_len: int = 40
     prompt_len: int = 8  # unsupervised prefix (loss_mask 0), like a chat prompt
@@ -73,6 +77,9 @@ class Config:
     # Evaluation.
     eval_prompts: int = 8
     eval_new_tokens: int = 40
+    # Ablation: the drafter sees zeros instead of the target's features (in training and
+    # decoding), to measure how much it relies on them.
+    zero_target_features: bool = False
 
     def __post_init__(self) -> None:
         if self.gamma <= 0:
@@ -89,6 +96,10 @@ class Config:
             raise ValueError("target_layer_ids needs one layer per draft layer")
         if max(self.target_layer_ids) >= self.num_target_layers:
             raise ValueError(f"target_layer_ids {self.target_layer_ids} out of range")
+        if self.data_period and not self.block_size <= self.data_period <= self.prompt_len:
+            # A shorter period puts a block's copy source at or after its anchor; a longer
+            # one than the prompt leaves the eval continuation undetermined.
+            raise ValueError("data_period must be between block_size and prompt_len")
         if self.data_vocab > self.vocab_size - 2:
             raise ValueError("data_vocab must leave room for the pad and mask tokens")
         self.pad_multiple = max(1, self.pad_multiple)
@@ -150,6 +161,11 @@ _REAL_SIZE: dict = dict(
 PRESETS: dict[str, dict[str, Any]] = {
     # CPU in seconds: 6-layer d=64 target trained briefly on a Markov chain, 2-layer drafter.
     "tiny": {},
+    # The tiny shapes on a copy task: a drafter must read the target's features to know
+    # what follows an anchor (on the Markov chain the anchor alone tells it).
+    "tiny-copy": dict(
+        data_period=12, prompt_len=12, num_samples=1024, target_pretrain_steps=140
+    ),
     # Qwen3-0.6B shapes with random init, for one GPU: throughput and MFU, not quality.
     "small": dict(
         _QWEN3_06B,

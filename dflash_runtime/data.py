@@ -3,6 +3,13 @@
 Each token has one likely successor (probability `chain_p`) and otherwise a uniform
 random one. A target trained briefly on it is predictable, so a drafter can learn to
 guess several tokens ahead and acceptance length means something.
+
+With `data_period` P > 0 the data is a copy task instead: the first P tokens are
+random and every later token repeats the one P positions back (probability `chain_p`,
+else a random token). The anchor of a draft block then says nothing about what follows
+it; the context before the anchor, which the drafter sees only through the target's
+features, says everything. A drafter that ignores the target is right 1 time in
+`data_vocab`.
 """
 
 from __future__ import annotations
@@ -31,13 +38,17 @@ def chain_successors(cfg: Config) -> torch.Tensor:
 
 
 def generate_sequence(cfg: Config, length: int, g: torch.Generator) -> torch.Tensor:
-    """One sequence of `length` tokens from the chain. Returns input_ids: [length]."""
+    """One sequence of `length` tokens from the chain (or the copy task). Returns [length]."""
     succ = chain_successors(cfg).tolist()
+    period = cfg.data_period
     follow = (torch.rand(length, generator=g) < cfg.chain_p).tolist()
     noise = torch.randint(cfg.data_vocab, (length,), generator=g).tolist()
     ids = [noise[0]]
     for t in range(1, length):
-        ids.append(succ[ids[-1]] if follow[t] else noise[t])
+        if period:
+            ids.append(ids[t - period] if t >= period and follow[t] else noise[t])
+        else:
+            ids.append(succ[ids[-1]] if follow[t] else noise[t])
     return torch.tensor(ids, dtype=torch.long)
 
 
@@ -105,6 +116,22 @@ class Collate:
             ids[row, :n] = s["input_ids"]
             mask[row, :n] = s["loss_mask"]
         return {"input_ids": ids, "loss_mask": mask}  # each: [B, S]
+
+
+def bucket_widths(cfg: Config) -> list[int]:
+    """Every padded batch width the bucketing can produce (one flex compile each)."""
+    return sorted({cfg.padded_len(n) for n in range(cfg.min_len, cfg.seq_len + 1)})
+
+
+def resize_batch(batch: Sample, width: int, cfg: Config) -> Sample:
+    """`batch` cut or right-padded to `width` positions (padding unsupervised), so a
+    warm-up can compile the shape of a batch it has not drawn yet."""
+    ids, mask = batch["input_ids"][:, :width], batch["loss_mask"][:, :width]
+    extra = width - ids.shape[1]
+    if extra > 0:
+        ids = torch.cat([ids, ids.new_full((ids.shape[0], extra), cfg.pad_token_id)], dim=1)
+        mask = torch.cat([mask, mask.new_zeros((mask.shape[0], extra))], dim=1)
+    return {"input_ids": ids, "loss_mask": mask}
 
 
 def make_loader(cfg: Config, seed: int, num_workers: int = 0) -> DataLoader[Sample]:

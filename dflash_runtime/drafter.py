@@ -121,6 +121,8 @@ class Drafter(nn.Module):
         """
         bsz, ctx_len, _ = target_hidden.shape
         block = self.cfg.block_size
+        if self.cfg.zero_target_features:
+            target_hidden = torch.zeros_like(target_hidden)  # the ablation: no target signal
         ctx = self.hidden_norm(self.fc(target_hidden))  # [B, S, d]
         x = self.embed(block_ids).to(ctx.dtype)  # [B, N*B, d]
         offs = torch.arange(block, device=anchors.device)

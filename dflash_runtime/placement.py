@@ -14,6 +14,7 @@ import os
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -23,7 +24,9 @@ import torch.distributed as dist
 from torch import nn
 from transformers import Qwen3ForCausalLM
 
+from dflash_runtime.checkpoint import Resume, TrainState
 from dflash_runtime.config import Config
+from dflash_runtime.data import bucket_widths, resize_batch
 from dflash_runtime.drafter import Attention, Drafter
 from dflash_runtime.target import target_features
 from dflash_runtime.train import forward_loss, make_optimizer
@@ -57,6 +60,7 @@ class History:
     accs: list[float] = field(default_factory=list)
     step_end: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    state: TrainState | None = None  # worker 0's, after its last step
 
     def tokens_per_s(self) -> float:
         """Throughput after the first step (which includes compilation)."""
@@ -136,6 +140,24 @@ def warmup_compile(
     print(f"Compiled flex_attention in {time.perf_counter() - t0:.1f}s", flush=True)
 
 
+def warmup_every_shape(
+    drafters: list[Drafter], target: Qwen3ForCausalLM, batch: Batch, cfg: Config, place: Placement
+) -> None:
+    """Compile flex_attention for every batch width the bucketing produces, on this thread.
+
+    torch.compile(dynamic=False) compiles once per shape: a width first met inside a
+    drafter thread compiles there, while the other drafters call the compiled function
+    (the FX-tracing race of releases without the compile-session flag).
+    """
+    widths = bucket_widths(cfg)
+    print(f"Warming up {len(widths)} batch shapes (widths {widths})...", flush=True)
+    dev = str(target.device)
+    for width in widths:
+        shaped = resize_batch(batch, width, cfg)
+        feats, _ = target_features(target, shaped["input_ids"].to(dev), cfg.target_layer_ids)
+        warmup_compile(drafters, shaped, feats, cfg, place)
+
+
 class Stop(Exception):
     """Raised inside a worker when another worker failed."""
 
@@ -169,14 +191,20 @@ def train_threads(
     targets: list[Qwen3ForCausalLM],
     drafters: list[Drafter],
     batches: Iterator[Batch],
-    on_step: Callable[[int, Drafter, torch.optim.Optimizer], None],
+    on_step: Callable[[int, Drafter, TrainState], None],
+    resume: Resume | None = None,
 ) -> History:
     """Train: T target threads fill a queue with (batch, features); D drafter threads train.
 
-    Every drafter worker runs `cfg.steps` steps; worker 0 logs and calls `on_step`.
-    A failure in any thread stops the others and is re-raised here.
+    Every drafter worker runs the steps after `resume.step` (0) up to `cfg.steps`; worker
+    0 logs and calls `on_step`. With `resume`, the optimisers start from its state and
+    worker 0's anchor generator from its generator state (replicas stay in lockstep, so
+    one optimiser state serves them all); `batches` must already be past the batches
+    the first `resume.step` steps used. A failure in any thread stops the others and is
+    re-raised here.
     """
     n_t, n_d = len(targets), len(drafters)
+    start = resume.step if resume is not None else 0
     q: queue.Queue[tuple[Batch, torch.Tensor]] = queue.Queue(maxsize=2 * n_d)
     stop, lock = threading.Event(), threading.Lock()
     errors: list[BaseException] = []
@@ -196,7 +224,7 @@ def train_threads(
             dev = str(targets[i].device)
             while True:
                 with lock:
-                    if next(produced) >= cfg.steps * n_d:
+                    if next(produced) >= (cfg.steps - start) * n_d:
                         return
                     batch = next(batches)
                 feats, _ = target_features(
@@ -217,10 +245,22 @@ def train_threads(
                 ids = [torch.device(dev).index] if dev.startswith("cuda") else None
                 model = nn.parallel.DistributedDataParallel(drafter, device_ids=ids)
             opt, sched = make_optimizer(drafter, cfg)
-            g = torch.Generator().manual_seed(cfg.seed * 1000 + 17 * rank() + j)
+            g = torch.Generator().manual_seed(cfg.seed * 1000 + 17 * rank() + j + 7919 * start)
+            if resume is not None:
+                if resume.optimizer is not None:
+                    opt.load_state_dict(resume.optimizer)
+                with warnings.catch_warnings():
+                    # LambdaLR's lr is a function of the step alone: replaying the steps
+                    # sets it; torch warns only because no optimizer.step() came first.
+                    warnings.filterwarnings("ignore", message=r"Detected call of `lr_sch")
+                    for _ in range(start):
+                        sched.step()
+                if resume.generator is not None and j == 0:
+                    g.set_state(resume.generator)
+            state = TrainState(step=start, optimizer=opt, generator=g)
             if place.attention == "flex" and not place.warmup_compile:
                 print(f"Compiling flex_attention... (drafter {j}, in its thread)", flush=True)
-            for step in range(1, cfg.steps + 1):
+            for step in range(start + 1, cfg.steps + 1):
                 batch, feats = _get(q, stop)
                 batch = {k: v.to(dev) for k, v in batch.items()}
                 if (
@@ -242,7 +282,9 @@ def train_threads(
                 gnorm = torch.nn.utils.clip_grad_norm_(drafter.parameters(), cfg.grad_clip)
                 opt.step()
                 sched.step()
+                state.step = step
                 if j == 0:
+                    hist.state = state
                     log_step(
                         hist,
                         step,
@@ -253,7 +295,7 @@ def train_threads(
                         float(gnorm),
                         t_start,
                     )
-                    on_step(step, drafter, opt)
+                    on_step(step, drafter, state)
         except Stop:
             pass
         except BaseException as e:  # re-raised by the main thread, with this traceback

@@ -36,6 +36,12 @@ def hypothesis_profile(env: Mapping[str, str]) -> str:
 
 settings.load_profile(hypothesis_profile(os.environ))
 
+# The crash history is on by default for users; the suite must neither write the real
+# ~/.local/state nor a team's store, nor see its own earlier runs in the reports (golden
+# files). tests/history turns it on, per test, in a temporary state folder.
+os.environ["TRIAGE_HISTORY"] = "off"
+os.environ.pop("TRIAGE_HISTORY_URL", None)
+
 
 def check_golden(path: Path, text: str) -> None:
     """Compare `text` with a golden file. A missing golden file fails (a fresh clone

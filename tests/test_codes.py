@@ -135,6 +135,14 @@ def test_xid_lookalikes_and_notices_do_not_alarm(line):
     assert _sigs(line + "\nXid 79: GPU reset required before reuse\n").get("gpu-fell-off-bus") == "confirmed"
 
 
+def test_a_kernel_xid_line_cut_inside_its_code_is_not_read_as_another_code():
+    # "...): 7" at the edge of a paste may be 79: no Xid signature from it
+    sigs = _sigs("step 9 loss 1.2\nNVRM: Xid (PCI:0000:3b:00): 7")
+    assert not set(sigs) & {"xid-error", "gpu-fell-off-bus", "gpu-ecc-error"}
+    assert _sigs("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.")[
+        "gpu-fell-off-bus"] == "confirmed"
+
+
 def test_every_xid_code_is_owned_by_its_signature_rule_only():
     """The table decides: each code reaches exactly the rule its row names."""
     rules = {r.id: r for r in RULES}

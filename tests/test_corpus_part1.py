@@ -209,7 +209,8 @@ CASCADES: list[tuple[str, str, str, dict[str, str], tuple[str, ...]]] = [
      "killed-by-signal", {"nccl-error": "killed-by-signal"}, ()),
     ("plain-exception-then-torchrun-sigterms",
      "[rank1]: " + TB.replace("\n", "\n[rank1]: ").rstrip("[rank1]: ") + "\n[rank1]: ValueError: too many values to unpack (expected 2)\n" + TORCHRUN_SIGTERM_TAIL,
-     "torchrun-child-failed", {}, ("killed-by-signal",)),
+     # no signature covers a ValueError: the root error leads, the launcher's report follows
+     "unclassified-error", {"torchrun-child-failed": "unclassified-error"}, ("killed-by-signal",)),
 ]
 
 

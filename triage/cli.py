@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import Any
 from triage import __version__
 from triage.errors import ExitCode, TriageError
 
-FORMATS = ("console", "json", "markdown", "sarif", "junit", "github")
+FORMATS = ("console", "json", "markdown", "sarif", "junit", "github", "html")
 LEVELS = ("confirmed", "likely", "possible")
 RULES_HELP = "an extra folder of rules (repeatable)"
 
@@ -38,7 +39,8 @@ examples:
 """
 
 # Subcommands living in their own modules: each has `register(subparsers)`.
-PLUGINS = ("triage.evidence.cli", "triage.fixtures.cli", "triage.watch.cli", "triage.repro.cli")
+PLUGINS = ("triage.evidence.cli", "triage.fixtures.cli", "triage.watch.cli", "triage.repro.cli",
+           "triage.history.cli")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--python", metavar="PATH",
                       help="with --probe: the training run's interpreter (default: this one)")
     logs.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
+    from triage.history import add_options as add_history_options
+
+    add_history_options(logs)
     speed = logs.add_mutually_exclusive_group()
     speed.add_argument("--quick", action="store_true",
                        help="a first verdict from the tail of each file only")
@@ -105,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
 def add_output_options(p: argparse.ArgumentParser) -> None:
     """The options every report-printing command shares: format, gate, redaction, layout."""
     p.add_argument("--format", "-f", choices=FORMATS, default="console",
-                   help="console (default), json (triage.report/1), markdown, sarif, junit "
-                        "or github annotations")
+                   help="console (default), json (triage.report/1), markdown, sarif, junit, "
+                        "github annotations, or html (one self-contained page with charts; "
+                        "needs the html extra)")
     p.add_argument("--fail-on", choices=LEVELS, metavar="LEVEL",
                    help="exit 1 when a diagnosis reaches this confidence (confirmed|likely|possible)")
     p.add_argument("--redact", nargs="?", const="secrets", choices=("secrets", "all"),
@@ -116,6 +122,9 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help="colour the console view (auto: when stdout is a terminal)")
     p.add_argument("--verbose", "-v", action="store_true", help="all evidence, checks and docs")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
+    p.add_argument("--open", action="store_true",
+                   help="with --format html: open the page in a browser (written to a "
+                        "temporary file unless -o is given)")
 
 
 def load_facts(args: argparse.Namespace) -> dict[str, object]:
@@ -134,11 +143,20 @@ def load_facts(args: argparse.Namespace) -> dict[str, object]:
 def cmd_logs(args: argparse.Namespace) -> int:
     from triage.engine import analyze, get_rules
 
+    check_output(args)
+
+    from triage.history import for_args
+
     rules = get_rules(args.rules)
     facts = load_facts(args)
+    # the crash history: read before the final reasoning, written after (never in the way)
+    history = for_args(args, args.paths, facts, command="logs")
     with _progress(args) as on_progress:
         report = analyze(args.paths, rules=rules, facts=facts, fast=False if args.full else None,
-                         tail_only=args.quick, on_progress=on_progress)
+                         tail_only=args.quick, on_progress=on_progress,
+                         recall=history.recall if history else None)
+    if history is not None:
+        report = history.finish(report)
     emit(report, args)
     return fail_on_code(report, args.fail_on)
 
@@ -182,21 +200,50 @@ def _stderr_console() -> Any:
     return Console(stderr=True)
 
 
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse what cannot be written before any work is done: --open without html, or
+    html without its plotting library (a one-line error, not a scan and a traceback)."""
+    if getattr(args, "open", False) and args.format != "html":
+        raise TriageError("--open goes with --format html")
+    if args.format == "html":
+        from triage.report.charts import available
+
+        if not available():
+            raise TriageError("--format html needs matplotlib: pip install 'triage[html]'")
+
+
 def emit(report: object, args: argparse.Namespace) -> None:
-    """Render a report in the chosen format to stdout or --output."""
+    """Render a report in the chosen format to stdout or --output (--open: and show it)."""
     from triage.report import render_to_string
 
+    check_output(args)
     text = render_to_string(report, args.format, width=args.width, color=args.color,  # type: ignore[arg-type]
                             verbose=args.verbose, redact=args.redact)
-    if args.output:
-        out = Path(args.output)
+    output = args.output
+    if getattr(args, "open", False) and not output:
+        import tempfile
+
+        fd, output = tempfile.mkstemp(prefix="triage-report-", suffix=".html")
+        os.close(fd)
+    if output:
+        out = Path(output)
         try:
             out.write_text(text, encoding="utf-8")
         except OSError as e:
             raise TriageError(f"{out}: cannot write ({e.strerror})") from None
+        if getattr(args, "open", False):
+            _open_in_browser(out)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _open_in_browser(path: Path) -> None:
+    import webbrowser
+
+    # webbrowser honours $BROWSER; with no browser at all, say where the page is
+    if not webbrowser.open(path.resolve().as_uri()):
+        sys.stderr.write(f"triage: no browser to open; the report is {path}\n")
 
 
 def fail_on_code(report: object, level: str | None) -> int:

@@ -161,6 +161,56 @@ class RuledOut:
 
 
 @dataclass(frozen=True, slots=True)
+class RankSpan:
+    """One rank's stretch of one source, for the rank timeline: where its output begins
+    and ends, the phases it went through, its last step and its first error.
+
+    `rank` is None for the lines of a source that carry no rank (the launcher's own
+    output). `phases` are (phase, line, ts) where each phase began, in order (capped)."""
+
+    source: str
+    rank: int | None
+    first_line: int
+    last_line: int
+    first_ts: float | None = None
+    last_ts: float | None = None
+    last_text: str = ""
+    last_step: int | None = None
+    phases: tuple[tuple[str, int, float | None], ...] = ()
+    first_error: Evidence | None = None
+    first_error_ts: float | None = None
+    error_step: int | None = None  # the last step it logged before its first error
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One metric of one rank over the run (loss, grad_norm, tok_s, step_time_s).
+
+    `points` are (x, y) over the whole run, evenly thinned to a bounded count (first
+    and last kept); `x` says what x is: "step", or "sample" (the n-th value) when the
+    lines carry no step. `nonfinite` are the x of NaN/inf values (never thinned away,
+    capped); `count` is how many values the log had."""
+
+    name: str
+    rank: int | None
+    x: str
+    points: tuple[tuple[float, float], ...]
+    nonfinite: tuple[float, ...] = ()
+    count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """One device of the evidence snapshot: memory and utilization when it was taken."""
+
+    index: int
+    name: str = ""
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    utilization_pct: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     sources: tuple[SourceInfo, ...]
     end_state: EndState
@@ -173,6 +223,16 @@ class Report:
     # The exception the log ends with (and the root of its chain), recognised or not.
     last_error: Evidence | None = None
     root_error: Evidence | None = None
+    # Every frame printed for that root error (root_error.context keeps the last two): the
+    # history's fingerprint looks for the innermost frame of the user's own code in them.
+    error_frames: tuple[str, ...] = ()
+    # What the crash history adds (triage.history): the run, the fingerprint, recurrences.
+    # Empty without a history store (--no-history).
+    history: dict[str, Any] = field(default_factory=dict)
+    # Data for pictures (the HTML view): per-rank spans, metric series, GPU readings.
+    timeline: tuple[RankSpan, ...] = ()
+    series: tuple[Series, ...] = ()
+    gpus: tuple[GpuReading, ...] = ()
 
     @property
     def top(self) -> Diagnosis | None:

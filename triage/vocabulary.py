@@ -128,7 +128,13 @@ LOG_FACTS: tuple[str, ...] = (
 END_FACTS: tuple[str, ...] = ("log.end_state", "log.truncated", "log.cut_mid_line",
                               "log.last_phase")
 # Facts about the process itself, added by whoever saw it end (triage watch, repro).
-RUN_FACTS: tuple[str, ...] = ("run.exit_status", "run.signal")
+RUN_FACTS: tuple[str, ...] = (
+    "run.exit_status", "run.signal",
+    # what `triage watch` saw of the run: a pane's output is stdout and stderr together
+    # (stderr_captured), the pane's process died (pane_died), and the run's rhythm
+    "run.stderr_captured", "run.pane_died", "run.duration_s", "run.since_output_s",
+    "run.step_interval_s", "run.stalled_s",
+)
 
 # Facts whose values are themselves vocabulary (checked in `==` / `!=` predicates).
 FACT_VALUES: dict[str, tuple[str, ...]] = {"log.last_phase": PHASES, "log.end_state": END_STATES}

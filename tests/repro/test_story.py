@@ -19,30 +19,51 @@ KEYS = {"scenario", "expected", "reproduced", "diagnosed", "fixed", "log", "seco
         "exit_status"}
 
 
-def test_fx_race_reproduced_and_diagnosed(repro):
+def _torch_has_session_flag() -> bool:
+    """This interpreter's torch holds the compile-session flag (read from its files)."""
+    from triage.repro.scenarios.fx_tracing_flag_race import torch_state
+
+    return bool(torch_state(sys.executable)["session_flag"])
+
+
+def test_fx_race_says_why_it_cannot_reproduce_on_a_torch_with_the_session_flag(repro):
+    if not _torch_has_session_flag():
+        pytest.skip("this torch lacks the compile-session flag: the race itself runs below")
+    for extra in ((), ("--fix",)):
+        code, out, err = repro("fx-tracing-flag-race", *extra)
+        assert out is not None, err
+        assert code == 0 and out["ok"] is True, out
+        # Nothing was run and nothing is claimed: no substitute trigger.
+        assert out["reproduced"] is None and out["fixed"] is None and out["exit_status"] is None
+        assert "cannot reproduce on torch" in out["skipped"]
+        assert "_compile_session_context" in out["skipped"] and "--python" in out["skipped"]
+
+
+def test_fx_race_reproduced_through_the_runtime_and_diagnosed(repro):
+    if _torch_has_session_flag():
+        pytest.skip("the compile-session flag closes the window on this torch (2.13)")
     code, out, err = repro("fx-tracing-flag-race")
     assert out is not None, err
     assert set(out) >= KEYS
     assert code == 0, out
     assert out["reproduced"] is True
     assert out["exit_status"] == 1  # the drafter thread's RuntimeError ended the process
-    assert out["diagnosed"][0] == "fx-tracing-flag-race"
     assert out["top"] == "fx-tracing-flag-race"
     assert "missing-accelerate" not in out["diagnosed"]
-    assert any("symbolically trace a dynamo-optimized function" in t for t in out["log_tail"])
-    assert out["seconds"] < 120
+    tail = "\n".join(out["log_tail"])
+    assert "symbolically trace a dynamo-optimized function" in tail
+    assert "dflash_runtime" in tail  # raised through the runtime's own threads
 
 
-def test_fx_race_fixed_by_warmup(repro):
+def test_fx_race_fixed_by_warming_every_shape_first(repro):
+    if _torch_has_session_flag():
+        pytest.skip("the compile-session flag closes the window on this torch (2.13)")
     code, out, err = repro("fx-tracing-flag-race", "--fix")
     assert out is not None, err
     assert code == 0, out
-    assert out["reproduced"] is False
-    assert out["fixed"] is True
-    assert out["exit_status"] == 0
+    assert out["reproduced"] is False and out["fixed"] is True and out["exit_status"] == 0
     assert "fx-tracing-flag-race" not in out["diagnosed"]
-    # The threads really ran their compiled calls after the warm-up.
-    assert any(t.startswith("done: 3 drafters") for t in out["log_tail"])
+    assert any(t.startswith("done steps=6") for t in out["log_tail"])
 
 
 def test_missing_accelerate_reproduced_diagnosed_and_recorded(repro, tmp_path):

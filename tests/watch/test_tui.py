@@ -150,12 +150,61 @@ async def _tui_on_the_tmux_run(tmux, tmp_path: Path) -> None:
         text = screen_text(app)
         assert session.done
         assert "fx-tracing-flag-race" in text and "confirmed" in text
-        # tmux reports the status almost always; when it does not, the reason shows
-        status = session.run.ended.exit_status if session.run.ended else None
-        if status is not None:
-            assert status == 1
-            assert "ended: exit 1" in text.splitlines()[0]
-            assert "run ended: exit status 1" in text
-        else:
-            assert "ended: " in text.splitlines()[0] and "run ended: exited" in text
+        # tmux's status, or the unreaped zombie's from /proc when tmux has none
+        assert session.run.ended is not None and session.run.ended.exit_status == 1
+        assert "ended: exit 1" in text.splitlines()[0]
+        assert "run ended: exit 1" in text
         assert "pane %" in text.splitlines()[0]
+
+
+def test_tui_on_a_sigkilled_pane(tmux, tmp_path: Path) -> None:
+    """The dead pane of the story through the TUI: the header shows the SIGKILL, the
+    last partial line stays, the details pane lists the hypotheses' checks and what
+    was ruled out, and ] moves to the next hypothesis."""
+    asyncio.run(_tui_on_a_sigkilled_pane(tmux, tmp_path))
+
+
+async def _tui_on_a_sigkilled_pane(tmux, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from tests.watch.conftest import PY
+    from triage.tui.widgets import DetailsPanel
+    from triage.watch.session import TmuxSource
+
+    tmux.new_session("story", f"{PY} {SCRIPTS / 'story_steps.py'} 5 0.3")
+    cap = tmp_path / "cap.log"
+    session = WatchSession(TmuxSource("story", cap, socket=tmux.socket), snapshot=False,
+                           gpus=NoGpus())  # type: ignore[arg-type]
+    app = WatchApp(session, timers=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        deadline = time.monotonic() + 30
+        while b"Target 0 on cuda:0... T" not in (cap.read_bytes() if cap.exists() else b""):
+            assert time.monotonic() < deadline
+            app.poll_now()
+            await pilot.pause(0.05)
+        pid = int(tmux.run("display", "-p", "-t", "story", "#{pane_pid}").strip())
+        os.kill(pid, signal.SIGKILL)
+        while not session.done and time.monotonic() < deadline:
+            app.poll_now()
+            await pilot.pause(0.05)
+        await pilot.pause()
+        text = screen_text(app)
+        header = text.splitlines()[0]
+        assert "ended: exit -9 (SIGKILL)" in header
+        assert "Target 0 on cuda:0... T" in text  # the partial last line is kept
+        details = app.query_one(DetailsPanel)
+        shown = str(details.render())
+        assert "host-oom-killed" in shown and "likely" in shown
+        assert "dmesg" in shown and "checks" in shown  # the check that tells
+        assert "run.signal = SIGKILL" in shown  # the evidence it uses
+        seen = []
+        for _ in app.current_diagnoses():  # ] walks the hypotheses, one per press
+            await pilot.press("right_square_bracket")
+            await pilot.pause()
+            seen.append(str(details.render()).split("\n", 1)[0])
+            if "killed-by-signal" in seen[-1]:
+                assert "sacct" in str(details.render())  # the scheduler's check
+                break
+        else:
+            raise AssertionError(f"killed-by-signal not among {seen}")

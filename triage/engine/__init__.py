@@ -7,13 +7,13 @@ streaming pass; it returns a `Report` and formats nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from triage.engine.match import Matcher
-from triage.engine.placeholders import fill_diagnoses, shell_paths
+from triage.engine.placeholders import fill_diagnoses, shell_target
 from triage.engine.reason import diagnose
 from triage.engine.rules import Rule, load_rules
 from triage.ingest import Ingest, expand_paths
@@ -24,6 +24,7 @@ from triage.model import (
     Evidence,
     ExceptionInfo,
     Finding,
+    GpuReading,
     Line,
     Report,
     SourceInfo,
@@ -32,7 +33,11 @@ from triage.structure import Structure, Structurer
 from triage.structure.tables import STRUCTURE_LITERALS
 from triage.vocabulary import RUN_FACTS as RUN_FACTS  # re-exported: the run's own end facts
 
-__all__ = ["Analysis", "analyze", "analyze_lines", "analyze_text", "load_rules"]
+__all__ = ["Analysis", "Recall", "analyze", "analyze_lines", "analyze_text", "load_rules"]
+
+# Given a first report, more facts to reason with (or none): how the crash history
+# reaches the reasoning as data, without the engine knowing of any store.
+Recall = Callable[[Report], Mapping[str, Any]]
 
 _RULES_CACHE: dict[tuple[str, ...], list[Rule]] = {}
 
@@ -61,46 +66,64 @@ class Analysis:
 
     def scanner(self) -> LiteralScanner:
         """A raw-bytes scanner for every literal that can matter to rules or structure."""
-        pre = self.matcher.prefilter
-        # TRIAGE_SCAN_ENGINE=re|ahocorasick_rs|hyperscan pins the engine (benchmarks)
-        return LiteralScanner(list(pre.literals) + list(STRUCTURE_LITERALS), list(pre.icase),
-                              engine=os.environ.get("TRIAGE_SCAN_ENGINE") or None)
+        plain, iplain, confirm = self.matcher.scan_literals()
+        # TRIAGE_SCAN_ENGINE=python|ahocorasick_rs|hyperscan pins the engine (benchmarks)
+        return LiteralScanner(plain + list(STRUCTURE_LITERALS), iplain,
+                              engine=os.environ.get("TRIAGE_SCAN_ENGINE") or None, confirm=confirm)
 
     def feed(self, line: Line) -> None:
         self.lines += 1
         self.structurer.feed(line)
         self.matcher.feed(line, self.structurer.phase)
 
-    def report(self, sources: list[SourceInfo], notes: Iterable[str] = ()) -> Report:
+    def report(self, sources: list[SourceInfo], notes: Iterable[str] = (),
+               recall: Recall | None = None) -> Report:
+        """The report of what was fed. `recall`, given that report, may return more facts
+        (the crash history: this failure seen before, and what changed since); then the
+        findings are reasoned over again with them. The log is read and matched once."""
         st = self.structurer.finish(sources)
         facts = dict(self.facts)
         facts.update(log_facts(st, sources))
         findings = self.matcher.finish(st.exceptions, st.events, st.end_state, facts,
-                                       [s.path for s in sources if s.ends_without_newline])
+                                       [s.path for s in sources if s.ends_without_newline],
+                                       st.secondary_errors)
+        notes = list(notes)
+        report = self._reason(st, findings, facts, sources, notes)
+        if recall is not None:
+            extra = recall(report)
+            if extra:
+                report = self._reason(st, findings, {**facts, **extra}, sources, notes)
+        return report
+
+    def _reason(self, st: Structure, findings: list[Finding], facts: dict[str, Any],
+                sources: list[SourceInfo], notes: list[str]) -> Report:
         diags, ruled_out = diagnose(findings, {r.id: r for r in self.rules}, st.end_state, facts,
                                     st.progress)
         diags, straggler_notes = name_stragglers(diags, findings, st)
         diags = fill_diagnoses(diags, sources, facts, st.events)
         logged = any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")
                      for d in diags for e in d.evidence)
-        all_notes = list(notes) + straggler_notes + _notes(st, facts, sources, logged)
+        all_notes = notes + straggler_notes + _notes(st, facts, sources, logged)
         ranks = sorted({r for s in sources for r in s.ranks})
         metrics = {k: v for k, v in st.metrics.items() if k not in ("losses", "step_times")}
         last, root = _errors(st)
+        spans, series = st.timeline.finish(error_findings(findings, self.rules, diags))
         return Report(sources=tuple(sources), end_state=st.end_state, diagnoses=tuple(diags),
                       ruled_out=tuple(ruled_out), notes=tuple(dict.fromkeys(all_notes)),
                       ranks=tuple(ranks), metrics=metrics,
                       evidence_summary=evidence_summary(self.facts), last_error=last,
-                      root_error=root)
+                      root_error=root, error_frames=_error_frames(st), timeline=tuple(spans),
+                      series=tuple(series), gpus=gpu_readings(self.facts))
 
 
 def analyze(paths: list[str], *, rules: list[Rule] | None = None,
             facts: Mapping[str, Any] | None = None, fast: bool | None = None,
-            tail_only: bool = False, on_progress: Any = None) -> Report:
+            tail_only: bool = False, on_progress: Any = None,
+            recall: Recall | None = None) -> Report:
     """Triage log files (or folders, or '-' for stdin).
 
     `fast`: None reads big files (>= 2 MiB) as windows around literal hits, True does
-    so for every file, False reads every line.
+    so for every file, False reads every line. `recall`: see `Analysis.report`.
     """
     rules = rules if rules is not None else get_rules()
     a = Analysis(rules, facts)
@@ -121,7 +144,7 @@ def analyze(paths: list[str], *, rules: list[Rule] | None = None,
         notes.append(f"Fast scan: {ingest.skipped_lines} lines without any rule's literal were "
                      f"skipped (engine: {ingest.scanner.engine if ingest.scanner else '-'}); "
                      "step metrics are sampled from the head and tail.")
-    return a.report(ingest.sources, notes)
+    return a.report(ingest.sources, notes, recall)
 
 
 def analyze_lines(lines: Iterable[Line], sources: list[SourceInfo], *,
@@ -192,9 +215,16 @@ def name_stragglers(diags: list[Diagnosis], findings: list[Finding],
     return out, notes
 
 
-def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:
-    """The last exception with a traceback (else the last one named), and the first
-    exception of its chain: what the log says failed, recognised or not."""
+def _error_frames(st: Structure) -> tuple[str, ...]:
+    """The frames of the exception `_errors` names: the root's, else the last one's."""
+    last, root = _last_and_root(st)
+    for e in (root, last):
+        if e is not None and e.frames:
+            return e.frames
+    return ()
+
+
+def _last_and_root(st: Structure) -> tuple[ExceptionInfo | None, ExceptionInfo | None]:
     excs = [e for e in st.exceptions if e.has_traceback] or st.exceptions
     if not excs:
         return None, None
@@ -207,12 +237,54 @@ def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:
             root = e
         elif root.chain_index == 0:
             break
+    return last, root
+
+
+def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:
+    """The last exception with a traceback (else the last one named), and the first
+    exception of its chain: what the log says failed, recognised or not."""
+    last, root = _last_and_root(st)
+    if last is None or root is None:
+        return None, None
 
     def ev(e: ExceptionInfo) -> Evidence:
         msg = e.message.split("\n", 1)[0]
         return Evidence(text=f"{e.type}: {msg}" if msg else e.type, source=e.line.source,
                         line=e.line.lineno, rank=e.line.rank, context=e.frames[-2:])
     return ev(last), (ev(root) if root is not last else None)
+
+
+def error_findings(findings: list[Finding], rules: list[Rule],
+                   diags: list[Diagnosis]) -> list[Finding]:
+    """The findings that mark where a rank failed, for the timeline: those of an
+    error-level rule that made it into the diagnoses (a warning, or a finding the reasoner
+    dropped, is not a failure)."""
+    kept = {d.rule for d in diags if not d.fallback} | {d.signature for d in diags if not d.fallback}
+    errors = {r.id for r in rules if r.severity == "error"}
+    return [f for f in findings if f.rule_id in kept and f.rule_id in errors]
+
+
+def gpu_readings(facts: Mapping[str, Any]) -> tuple[GpuReading, ...]:
+    """Each GPU of the snapshot with its memory and utilization (empty without one).
+    The per-field facts are lists in device order; a field unreadable on some GPU is an
+    Unknown, and then that column stays empty rather than misaligned."""
+    count = facts.get("gpu.count")
+    if not isinstance(count, int) or count <= 0:
+        return ()
+
+    def column(name: str) -> list[Any]:
+        v = facts.get(f"gpu.all.{name}")
+        return list(v) if isinstance(v, list) and len(v) == count else [None] * count
+
+    names = facts.get("gpu.names")
+    names = list(names) if isinstance(names, list) and len(names) == count else [""] * count
+    used, total, util = column("memory_used_mib"), column("memory_total_mib"), column("utilization_pct")
+
+    def num(v: Any) -> float | None:
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    return tuple(GpuReading(index=i, name=str(names[i] or ""), memory_used_mib=num(used[i]),
+                            memory_total_mib=num(total[i]), utilization_pct=num(util[i]))
+                 for i in range(count))
 
 
 SUMMARY_FACTS = (
@@ -223,6 +295,11 @@ SUMMARY_FACTS = (
     ("GPU memory used (MiB)", "gpu.all.memory_used_mib"),
     ("inductor cache entries", "inductor_cache.entries"), ("kernel Xid codes", "kernel.xid"),
     ("kernel OOM killer", "kernel.oom_killer"),
+    # what `triage watch` saw of the run itself
+    ("exit status", "run.exit_status"), ("exit signal", "run.signal"),
+    ("stderr captured", "run.stderr_captured"), ("pane died", "run.pane_died"),
+    ("run time (s)", "run.duration_s"), ("last output before the end (s)", "run.since_output_s"),
+    ("usual step interval (s)", "run.step_interval_s"), ("stalled for (s)", "run.stalled_s"),
 )
 
 
@@ -269,11 +346,15 @@ def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
                      "the line.")
     if end.truncated and not logged_error and not any(e.has_traceback for e in st.exceptions):
         # Conditional on purpose: a healthy excerpt (a run still going) ends the same way.
-        log = shell_paths(s.path for s in sources[:1])
-        notes.append("No traceback or error message is in the log. If the run is gone, stderr "
-                     "was probably not captured, or the process was killed: next time run "
-                     f"`<your launch command> 2>&1 | tee -a {log}`, or under "
-                     "`triage watch --tmux SESSION`, which keeps the output of a pane that dies.")
+        log = shell_target(sources[0].path) if sources else "rerun.log"
+        if facts.get("run.stderr_captured") is True:
+            notes.append(watched_end_note(facts))  # it was captured: say what was seen
+        else:
+            notes.append("No traceback or error message is in the log. If the run is gone, "
+                         "stderr was probably not captured, or the process was killed: next "
+                         f"time run `<your launch command> 2>&1 | tee -a {log}`, or under "
+                         "`triage watch --tmux SESSION`, which keeps the output of a pane "
+                         "that dies.")
     mem = facts.get("gpu.all.memory_used_mib")
     if isinstance(mem, list) and mem and all(isinstance(m, int | float) and m == 0 for m in mem):
         notes.append(f"All {len(mem)} GPUs are at 0 MiB: the training processes are gone, "
@@ -281,3 +362,27 @@ def _notes(st: Structure, facts: Mapping[str, Any], sources: list[SourceInfo],
     if end.kind == "empty":
         notes.append("The input is empty: there is nothing to triage.")
     return notes
+
+
+def watched_end_note(facts: Mapping[str, Any]) -> str:
+    """The note for a log without an error whose output `triage watch` captured whole
+    (stdout and stderr): what the watcher saw of the end instead of "stderr was probably
+    not captured"."""
+    sig, status = facts.get("run.signal"), facts.get("run.exit_status")
+    head = ("triage watch captured everything the pane printed, stderr included, and no "
+            "traceback or error message is in it: ")
+    if sig == "SIGKILL":
+        return head + ("the process was killed by SIGKILL, which cannot be caught or logged: "
+                       "from outside (the kernel's OOM killer, a scheduler's hard kill, a "
+                       "user's kill -9). The kernel log and the cgroup tell which (checks).")
+    if sig:
+        return head + (f"the process died of {sig} without handling it: stopped from outside "
+                       "(a scheduler, a closed terminal, Ctrl-C) or crashed silently.")
+    if status == 0:
+        return head + "the process exited with status 0: the run ended, it did not crash."
+    if isinstance(status, int):
+        return head + (f"the process exited with status {status} without printing why "
+                       "(an exit() in the script or a launcher's wrapper).")
+    if facts.get("run.pane_died") is False:
+        return head + "the process was still running when the watch stopped."
+    return head + "the process ended, and neither tmux nor /proc kept its exit status."

@@ -72,8 +72,97 @@ def lint(extra: list[Path], *, include_default: bool = True) -> list[str]:
     for r in rules:
         problems.extend(lint_rule(r))
     problems.extend(_selectivity(rules))
+    problems.extend(noise_selectivity(rules, include_structure=include_default))
     problems.extend(_healthy_corpus(rules))
     return problems
+
+
+# The fast path reads a window of about 90 lines around every candidate line: a literal
+# (or confirmed pattern) on more than one healthy line in 10,000 turns a big log into
+# Python's per-line path, at a few MB/s instead of the scan's hundreds.
+MAX_NOISE_RATE = 1e-4
+
+
+def noise_selectivity(rules: list[Rule], lines: list[str] | None = None, *,
+                      include_structure: bool = True) -> list[str]:
+    """How often each literal makes a fast-path window on the noise corpus of healthy
+    logs (triage/engine/noise.py): a clause whose regex has a native form
+    (`native_superset`) makes one only where that pattern matches too, so a common
+    literal with a selective regex passes; the structure triggers and the literals of a
+    regex with no native form are counted as they are. Over MAX_NOISE_RATE is an error
+    naming the rule, the clause and the literal."""
+    from triage.engine.noise import noise_lines
+    from triage.ingest.scan import native_superset
+    from triage.structure.tables import STRUCTURE_LITERALS
+
+    text = lines if lines is not None else noise_lines()
+    buf = "\n".join(text).encode()
+    low = buf.lower()
+    limit = max(1, int(len(text) * MAX_NOISE_RATE))
+    out: list[str] = []
+    cache: dict[tuple[bytes, bool], list[int]] = {}
+
+    def starts(lit: str, icase: bool) -> list[int]:
+        key = (lit.encode(), icase)
+        if key not in cache:
+            cache[key] = _hit_lines(low if icase else buf, key[0].lower() if icase else key[0])
+        return cache[key]
+
+    if include_structure:
+        for lit in STRUCTURE_LITERALS:
+            n = len(starts(lit, False))
+            if n > limit:
+                out.append(f"triage/structure/tables.py: STRUCTURE_LITERALS: {lit!r} is on {n} of "
+                           f"{len(text)} noise lines ({_rate(n, len(text))}; at most 1 in 10,000)")
+    for r in rules:
+        items = [(f"match[{c.index}]", c.literals, c.icase, c.pattern)
+                 for c in r.clauses if c.kind in ("line", "code")]
+        items += [(f"unless[{i}]", u.literals, u.icase, u.pattern)
+                  for i, u in enumerate(r.unless) if u.scope == "log"]
+        for key, lits, icase, pattern in items:
+            native = native_superset(pattern.pattern) if pattern is not None else None
+            confirm = None
+            if native is not None:
+                try:
+                    confirm = re.compile(native.encode(), re.IGNORECASE if icase else 0)
+                except re.error:
+                    confirm = None
+            for lit in lits:
+                hits = starts(lit, icase)
+                if confirm is not None:
+                    hits = [s for s in hits if confirm.search(buf, s, _line_end(buf, s))]
+                    what = "with its regex matching"
+                else:
+                    what = "(its regex has no native form, so every hit is a window)" \
+                        if pattern is not None else ""
+                if len(hits) > limit:
+                    first = buf[hits[0]:_line_end(buf, hits[0])].decode(errors="replace")[:120]
+                    out.append(f"{r.path}: {key}.literal: {lit!r} is on {len(hits)} of {len(text)} "
+                               f"noise lines {what} ({_rate(len(hits), len(text))}; at most 1 in "
+                               f"10,000), e.g. {first!r}".replace("  ", " "))
+    return out
+
+
+def _hit_lines(hay: bytes, needle: bytes) -> list[int]:
+    """Start offsets of the lines of `hay` that hold `needle`."""
+    out: list[int] = []
+    i = hay.find(needle)
+    while i >= 0:
+        out.append(hay.rfind(b"\n", 0, i) + 1)
+        nl = hay.find(b"\n", i)
+        if nl < 0:
+            break
+        i = hay.find(needle, nl + 1)
+    return out
+
+
+def _line_end(buf: bytes, start: int) -> int:
+    nl = buf.find(b"\n", start)
+    return len(buf) if nl < 0 else nl
+
+
+def _rate(n: int, total: int) -> str:
+    return f"1 in {total // n:,}" if n else "none"
 
 
 def _healthy_lines() -> list[str]:

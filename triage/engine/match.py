@@ -10,6 +10,7 @@ from typing import Any
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
+from triage.ingest.scan import Confirm, native_superset
 from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
 from triage.structure import root_exception
 
@@ -22,9 +23,12 @@ _BAR_START = re.compile(r"(?:[^|]{0,40}:\s*)?\d{1,3}%\|")  # a tqdm frame drawn 
 class Prefilter:
     """One pass over a line finds which literals it holds.
 
-    A combined alternation answers "any literal here?" for the common, healthy line;
-    only then are the individual literals tested, so overlapping literals are never
-    missed.
+    With ahocorasick_rs (a core dependency) one automaton over the lower-cased line
+    finds every literal at once, overlapping ones too; a case-sensitive literal is then
+    checked against the line itself. Without it, a combined alternation answers "any
+    literal here?" for the common, healthy line, and only then are the literals tested
+    one by one. Either way the targets come out in the same order: the case-sensitive
+    literals' first, then the caseless ones', each in the order the rules gave them.
     """
 
     def __init__(self, literals: dict[str, list[Any]], icase_literals: dict[str, list[Any]]) -> None:
@@ -35,8 +39,40 @@ class Prefilter:
         self._any = re.compile("|".join(map(re.escape, parts))) if parts else None
         self._iany = re.compile("|".join(map(re.escape, iparts)), re.IGNORECASE) if iparts else None
         self._ilow = {k.lower(): v for k, v in icase_literals.items()}
+        self._ac = self._automaton()
+
+    def _automaton(self) -> Any:
+        """(automaton, per lower-cased literal: [(order, exact literal or None, targets)])."""
+        try:
+            import ahocorasick_rs
+        except ImportError:  # the re alternation below does the same, slower
+            return None
+        entries: dict[str, list[tuple[int, str | None, list[Any]]]] = {}
+        order = 0
+        for lit, targets in self.literals.items():
+            entries.setdefault(lit.lower(), []).append((order, lit, targets))
+            order += 1
+        for low, targets in self._ilow.items():
+            entries.setdefault(low, []).append((order, None, targets))
+            order += 1
+        keys = [k for k in entries if k]
+        if not keys:
+            return None
+        return ahocorasick_rs.AhoCorasick(keys), [entries[k] for k in keys]
 
     def hits(self, text: str) -> list[Any]:
+        """The targets of every literal in `text`."""
+        if self._ac is not None:
+            ac, entries = self._ac
+            # only which literals occur matters, not where: offsets in the lower-cased
+            # line (which may differ in length) are never used
+            found = {i for i, _s, _e in ac.find_matches_as_indexes(text.lower(), overlapping=True)}
+            if not found:
+                return []
+            picked = [(order, targets) for i in found for order, exact, targets in entries[i]
+                      if exact is None or exact in text]
+            picked.sort(key=lambda x: x[0])
+            return [t for _o, targets in picked for t in targets]
         out: list[Any] = []
         if self._any is not None and self._any.search(text):
             for lit, targets in self.literals.items():
@@ -83,6 +119,26 @@ class Matcher:
         self._cut_pending: dict[str, list[tuple[Clause, Line, tuple[str, ...], Any]]] = {}
         self._ends_cut: set[str] = set()  # sources whose last line has no newline (set by the caller)
         self.candidate_lines = 0
+
+    def scan_literals(self) -> tuple[list[str], list[str], list[Confirm]]:
+        """What the fast path's raw-bytes scan looks for: plain literals (case-sensitive,
+        caseless), and the literals whose hits are confirmed natively by the native
+        superset of their clause's regex. A regex with no native form keeps its literals
+        plain, so the scan never finds fewer lines than the prefilter would."""
+        plain: set[str] = set()
+        iplain: set[str] = set()
+        confirm: list[Confirm] = []
+        for r in self.rules.values():
+            items: list[tuple[tuple[str, ...], bool, Any]] = [
+                (c.literals, c.icase, c.pattern) for c in r.clauses if c.kind in ("line", "code")]
+            items += [(u.literals, u.icase, u.pattern) for u in r.unless if u.scope == "log"]
+            for lits, icase, pattern in items:
+                native = native_superset(pattern.pattern) if pattern is not None else None
+                if native is None:
+                    (iplain if icase else plain).update(lits)
+                else:
+                    confirm.append(Confirm(tuple(lits), icase, native))
+        return sorted(plain), sorted(iplain), confirm
 
     def feed(self, line: Line, phase: str | None = None) -> None:
         """Match one line; `phase` is the phase the log is in (for clauses that need one)."""
@@ -187,13 +243,15 @@ class Matcher:
         self.findings.append(f)
 
     def finish(self, exceptions: list[ExceptionInfo], events: list[Event], end: EndState,
-               facts: Mapping[str, Any], cut_sources: Iterable[str] = ()) -> list[Finding]:
+               facts: Mapping[str, Any], cut_sources: Iterable[str] = (),
+               secondary: set[int] | frozenset[int] = frozenset()) -> list[Finding]:
         """Match the structured clauses and return all findings (minus suppressed rules).
-        `cut_sources`: the sources whose last line stops without a newline."""
+        `cut_sources`: the sources whose last line stops without a newline; `secondary`:
+        errors a launcher's report lists as other failures (structure.root_exception)."""
         self._ends_cut.update(cut_sources)
         for source in list(self._cut_pending):
             self._resolve_cut(source, None)  # the source ends on this line
-        root = root_exception(exceptions)
+        root = root_exception(exceptions, secondary)
         for rule in self.rules.values():
             for c in rule.clauses:
                 if c.kind == "root-error":

@@ -50,6 +50,14 @@ def shell_path(path: str) -> str:
     return quoted
 
 
+def shell_target(path: str) -> str:
+    """A file to append a re-run's output to: the log itself when it is a plain file,
+    else a new `rerun.log` (stdin has no name; a .gz/.zst cannot be appended as text)."""
+    if path in STDIN_NAMES or path.endswith((".gz", ".zst")):
+        return "rerun.log"
+    return shlex.quote(path)
+
+
 def shell_paths(paths: Iterable[str]) -> str:
     """Several sources as shell words, in order, without repeats; many plain files of one
     folder with one suffix (rank0.log ... rank63.log) as that folder's glob, so a check

@@ -47,13 +47,30 @@ def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
         named = next((dict(f.groups) for f in c.findings if f.groups), {})
         c.facts = {**facts, **{f"match:{k}": v for k, v in named.items()}}
     ruled_out: list[RuledOut] = []
+    recurrence = facts.get(RECURRENCE_FACT)
     for c in list(cands.values()):
         if _apply_evidence(c, facts, end, ruled_out):
+            if isinstance(recurrence, Mapping) and (why := _recurred(c, recurrence)):
+                ruled_out[-1] = RuledOut(c.rule.id, f"{why}; and now {ruled_out[-1].because}")
             del cands[c.rule.id]
+        elif (isinstance(recurrence, Mapping) and not _supported(c, facts)
+              and (c.confidence < Confidence.CONFIRMED or c.inferred)
+              and (why := _recurred(c, recurrence))):
+            ruled_out.append(RuledOut(c.rule.id, why))
+            del cands[c.rule.id]
+        elif facts.get("run.exit_status") == 0 and end.kind != "clean-exit":
+            # the watcher saw the process exit 0: not a crash, whatever the log's end says
+            if c.inferred:
+                ruled_out.append(RuledOut(c.rule.id, EXIT_0))
+                del cands[c.rule.id]
+            else:
+                _handled(c, end, EXIT_0)
         elif end.kind == "clean-exit":
             _handled(c, end)
         elif end.kind not in ("traceback", "error") and progress:
             _went_on(c, progress)
+    if isinstance(recurrence, Mapping):
+        _suspected_before(recurrence, rules, cands, ruled_out)
     _fallbacks(cands)
     _explain(cands)
     ordered = sorted(cands.values(), key=_sort_key)
@@ -136,17 +153,101 @@ def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
     return False
 
 
+# The crash history's finding, as data (triage.history builds it; the engine knows no
+# store): this run died with the same fingerprint before, and these facts differ between
+# that crash and this one. {"previous": "crash #3 (2026-12-01 20:01 UTC, node-17)",
+# "current": "this crash (...)", "fingerprint": "end-1a2b...", "changed": {fact: [old, new]},
+# "suspected": [the signatures the earlier crash was diagnosed with]}
+RECURRENCE_FACT = "history.recurrence"
+# Facts that describe the crash itself, not the run's preconditions.
+_PER_CRASH = ("log.", "run.")
+
+
+def depends_on(rule: Rule) -> list[str]:
+    """The facts a hypothesis depends on: those its evidence and its clauses test."""
+    names: list[str] = []
+    for preds in [ev.when for ev in rule.evidence] + [c.when for c in rule.clauses]:
+        names += [p.fact for p in preds if not p.fact.startswith(_PER_CRASH)]
+    return list(dict.fromkeys(names))
+
+
+def _supported(c: _Cand, facts: Mapping[str, Any]) -> bool:
+    """This crash's own evidence confirms or supports the hypothesis: a changed fact
+    that now speaks for it (a kernel log that gained an OOM kill) rules nothing out."""
+    return any(ev.effect in ("confirm", "support") and all_hold(ev.when, facts)
+               for ev in c.rule.evidence)
+
+
+def _suspected_before(recurrence: Mapping[str, Any], rules: Mapping[str, Rule],
+                      cands: Mapping[str, _Cand], ruled_out: list[RuledOut]) -> None:
+    """A hypothesis of the earlier crash that no longer even fires, because what it
+    depends on changed (the cache is warm now), is ruled out by name too: the run died
+    the same way without its precondition."""
+    done = {x.signature for x in ruled_out}
+    for sig in recurrence.get("suspected") or ():
+        rule = rules.get(sig)
+        if rule is None or sig in cands or sig in done or rule.fallback:
+            continue
+        why = _recurred(rule, recurrence)
+        if why:
+            ruled_out.append(RuledOut(sig, f"suspected in the earlier crash; {why}"))
+
+
+def _recurred(c: _Cand | Rule, recurrence: Mapping[str, Any]) -> str:
+    """Why the same failure after a change of what the hypothesis depends on rules it
+    out, naming both crashes and the facts; "" when none of its facts changed."""
+    changed = recurrence.get("changed") or {}
+    rule = c.rule if isinstance(c, _Cand) else c
+    # what was installed or swapped reads first (package.accelerate), derived facts after
+    hit = sorted((f for f in depends_on(rule) if f in changed), key=_fact_order)
+    if not hit:
+        return ""
+    shown = "; ".join(f"{f}: {_shown(changed[f][0])} -> {_shown(changed[f][1])}" for f in hit[:3])
+    more = f"; {len(hit) - 3} more" if len(hit) > 3 else ""
+    fp = recurrence.get("fingerprint")
+    return (f"the run died the same way again after what it depends on changed ({shown}{more}): "
+            f"{recurrence.get('previous', 'the last crash')} and "
+            f"{recurrence.get('current', 'this crash')} have the same fingerprint"
+            f"{f' {fp}' if fp else ''}")
+
+
+FACT_ORDER = ("package.", "torch.", "installed.", "inductor_cache.", "gpu.", "driver.")
+
+
+def _fact_order(name: str) -> int:
+    return next((i for i, p in enumerate(FACT_ORDER) if name.startswith(p)), len(FACT_ORDER))
+
+
+def _shown(v: Any) -> str:
+    if v is None:
+        return "absent"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list):
+        text = ", ".join(str(x) for x in v)
+        return f"[{text[:60]}{'...' if len(text) > 60 else ''}]"
+    return str(v)[:80]
+
+
 # A run that went on to finish cleanly survived its errors: handled, retried or harmless.
 # Numerics are the exception (a run can "finish" with a loss of nan all along), and
 # warning-level rules (a recompile limit) describe the run, not a crash.
 SURVIVABLE_EXEMPT = {"numerics"}
 
 
-def _handled(c: _Cand, end: EndState) -> None:
+EXIT_0 = ("the watched process exited with status 0 (run.exit_status): the run ended, "
+          "it did not crash")
+
+
+def _handled(c: _Cand, end: EndState, why: str | None = None) -> None:
     if (c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning"
             or c.confidence == Confidence.POSSIBLE):
         return  # warnings are what they are, crash or not
     c.confidence = Confidence.POSSIBLE
+    if why is not None:
+        c.counter.append(Evidence(text=f"{why}: handled, retried or harmless",
+                                  source="snapshot", fact="run.exit_status"))
+        return
     c.counter.append(Evidence(
         text=f"the run went on and ended cleanly after it ({end.last_text[-80:]!r}): "
              "handled, retried or harmless", source=end.source, line=end.line))

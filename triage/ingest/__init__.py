@@ -17,7 +17,15 @@ from triage.ingest.reader import (
     read_chunks,
     until_damaged,
 )
-from triage.ingest.scan import Gap, LiteralScanner, windows
+from triage.ingest.scan import (
+    HEAD_LINES,
+    HEAD_MIN,
+    TAIL_BYTES,
+    TAIL_MIN,
+    Gap,
+    LiteralScanner,
+    windows,
+)
 from triage.model import Line, SourceInfo
 
 __all__ = ["Ingest", "expand_paths", "rank_from_name"]
@@ -62,9 +70,18 @@ class Ingest:
     skipped_lines: int = 0
     tail_only: bool = False  # quick verdict: only the last TAIL_BYTES of each file
     on_progress: Callable[[int], None] | None = None  # bytes read, on the fast path
+    _total: int = field(default=0, init=False, repr=False)  # bytes of all paths together
+    _head_lines: int = field(default=HEAD_LINES, init=False, repr=False)
+    _tail_bytes: int = field(default=TAIL_BYTES, init=False, repr=False)
 
     def __iter__(self) -> Iterator[Line]:
         seq = 0
+        # a folder of many small rank logs is as big as one big log: the fast path goes
+        # by what is read in all, and each file's always-read tail shrinks with their number
+        self._total = sum(self._size(p) for p in self.paths)
+        n = max(1, len(self.paths))
+        self._head_lines = max(HEAD_MIN, HEAD_LINES // n)
+        self._tail_bytes = max(TAIL_MIN, TAIL_BYTES // n)
         for path in self.paths:
             name = "<stdin>" if path == "-" else path
             state = SourceState()
@@ -120,7 +137,7 @@ class Ingest:
         damage: list[TruncatedInput] = []
         try:
             yield from windows(self._progress(until_damaged(read_chunks(fh, path), damage)),
-                               self.scanner)
+                               self.scanner, head=self._head_lines, tail_bytes=self._tail_bytes)
         finally:
             fh.close()
         if damage:
@@ -135,12 +152,18 @@ class Ingest:
     def _big(self, path: str) -> bool:
         if path == "-":
             return False
+        return max(self._size(path), self._total) >= self.fast_min_bytes
+
+    @staticmethod
+    def _size(path: str) -> int:
+        """About how many bytes reading `path` gives (a compressed file: 8x its size)."""
+        if path == "-":
+            return 0
         try:
             size = os.path.getsize(path)
         except OSError:
-            return False
-        compressed = path.endswith((".gz", ".zst"))
-        return size * (8 if compressed else 1) >= self.fast_min_bytes
+            return 0
+        return size * (8 if path.endswith((".gz", ".zst")) else 1)
 
 
 def _tail(path: str) -> Iterator[RawLine | Gap]:

@@ -3,16 +3,21 @@ multi-literal engine, then hand only windows around them (plus the head and the 
 to the normal line pipeline.
 
 Engines, picked at run time: hyperscan (x86_64 wheels), ahocorasick_rs (Rust, any
-arch), else plain Python (`bytes.find` per literal). All report the byte offsets where a literal occurs; a
-whole line is taken around each, so the exact offset does not matter.
+arch), else plain Python (`bytes.find` per literal). All report the byte offsets where a
+literal occurs, or, for a literal a rule's clause confirms (`Confirm`), where the
+clause's pattern matches the line too; a whole line is taken around each, so the exact
+offset does not matter.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from triage.ingest.reader import MAX_LINE, LineCap, RawLine, split_lines
 
@@ -20,16 +25,38 @@ CHUNK = 8 << 20
 BEFORE = 30  # lines kept before a hit: the traceback frames above an exception line
 AFTER = 60  # lines after: message continuations, torchrun's failure report
 HEAD_LINES = 200
+HEAD_MIN = 20  # the head kept of each of many files read together
 TAIL_BYTES = 256 << 10
+TAIL_MIN = 16 << 10  # the tail kept of each of many files read together (a rank folder)
+
+
+@dataclass(frozen=True, slots=True)
+class Confirm:
+    """Literals whose hits count only where a pattern matches the line too: a clause's
+    literals and the native superset of its regex (`native_superset`). A common literal
+    (`:inf` is in every `:INFO`) then costs native time instead of a window of Python."""
+
+    literals: tuple[str, ...]
+    icase: bool
+    pattern: str
 
 
 class LiteralScanner:
-    """Offsets of any literal in a buffer. Case-insensitive literals are matched
-    caselessly (hyperscan natively, the others over the lower-cased buffer)."""
+    """Offsets of candidate lines in a buffer: where a plain literal occurs, or where a
+    `Confirm` group's pattern matches. Case-insensitive literals are matched caselessly
+    (hyperscan natively, the others over the lower-cased buffer).
 
-    def __init__(self, literals: list[str], icase: list[str] = (), engine: str | None = None) -> None:  # type: ignore[assignment]
+    hyperscan runs the confirm patterns themselves in the same pass; the other engines
+    find their literals and run the pattern (Python's `re`, over bytes) on those lines
+    only. A pattern the engine cannot compile makes its literals plain: never fewer
+    candidates than the literals alone would give.
+    """
+
+    def __init__(self, literals: list[str], icase: list[str] = (),  # type: ignore[assignment]
+                 engine: str | None = None, confirm: list[Confirm] = ()) -> None:  # type: ignore[assignment]
         self.literals = sorted({x.encode() for x in literals if x})
         self.icase = sorted({x.encode() for x in icase if x})
+        self.confirm = [c for c in confirm if c.literals]
         self._fn: Callable[[bytes], list[int]]
         self.engine = ""
         for name in ([engine] if engine else ["hyperscan", "ahocorasick_rs", "python"]):
@@ -43,17 +70,50 @@ class LiteralScanner:
             raise RuntimeError("no literal scanner available")
 
     def offsets(self, buf: bytes) -> list[int]:
-        return self._fn(buf) if (self.literals or self.icase) else []
+        """Sorted offsets, each inside (or at the end of) a candidate line."""
+        return self._fn(buf) if (self.literals or self.icase or self.confirm) else []
+
+    def _plain_and_checked(self) -> tuple[set[bytes], set[bytes], dict[bytes, list[re.Pattern[bytes]]]]:
+        """Plain literals (case-sensitive, caseless) and, for the engines that confirm in
+        Python, each lower-cased confirm literal with the patterns that decide its hits."""
+        plain, iplain = set(self.literals), set(self.icase)
+        checked: dict[bytes, list[re.Pattern[bytes]]] = {}
+        for c in self.confirm:
+            try:
+                pat = re.compile(c.pattern.encode(), re.IGNORECASE if c.icase else 0)
+            except (re.error, OverflowError, RecursionError):
+                (iplain if c.icase else plain).update(x.encode() for x in c.literals)
+                continue
+            for lit in c.literals:
+                checked.setdefault(lit.encode().lower(), []).append(pat)
+        # a literal that is plain anywhere is a window by itself
+        for low in {x.lower() for x in plain | iplain}:
+            checked.pop(low, None)
+        return plain, iplain, checked
 
     def _build_hyperscan(self) -> Callable[[bytes], list[int]]:
         import hyperscan
 
+        caseless = hyperscan.HS_FLAG_CASELESS
         pats = [re.escape(x) for x in self.literals] + [re.escape(x) for x in self.icase]
-        flags = [0] * len(self.literals) + [hyperscan.HS_FLAG_CASELESS] * len(self.icase)
-        if not pats:
+        flags = [0] * len(self.literals) + [caseless] * len(self.icase)
+        if not pats and not self.confirm:
             return lambda buf: []
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=flags)
+        db = _hs_cached(pats + [c.pattern.encode() for c in self.confirm],
+                        flags + [caseless if c.icase else 0 for c in self.confirm])
+        if db is None:
+            # a pattern hyperscan refuses: find it, one at a time, and scan its literals
+            for c in self.confirm:
+                flag = caseless if c.icase else 0
+                if _hs_compile([c.pattern.encode()], [flag]) is None:
+                    pats.extend(re.escape(x.encode()) for x in c.literals)
+                    flags.extend([flag] * len(c.literals))
+                else:
+                    pats.append(c.pattern.encode())
+                    flags.append(flag)
+            db = _hs_cached(pats, flags)
+            if db is None:
+                raise RuntimeError("hyperscan cannot compile the scan patterns")
 
         def scan(buf: bytes) -> list[int]:
             hits: list[int] = []
@@ -73,29 +133,280 @@ class LiteralScanner:
         # superset of the exact hits (the full regexes decide later), in one pass
         # (bytes.lower is a fast C pass; a second automaton or Python's re for the
         # caseless literals would cost more than the scan itself).
-        lits = sorted({x.lower() for x in (*self.literals, *self.icase)})
+        plain, iplain, checked = self._plain_and_checked()
+        lits = sorted({x.lower() for x in (*plain, *iplain)} | set(checked))
+        if not lits:
+            return lambda buf: []
         ac = ahocorasick_rs.BytesAhoCorasick(lits)
+        pats = [checked.get(x) for x in lits]
 
         def scan(buf: bytes) -> list[int]:
-            return [s for _i, s, _e in ac.find_matches_as_indexes(buf.lower())]
+            if not checked:
+                return [s for _i, s, _e in ac.find_matches_as_indexes(buf.lower())]
+            # overlapping: a confirm literal's hit must not hide a plain one inside it
+            found = ac.find_matches_as_indexes(buf.lower(), overlapping=True)
+            return _confirmed(buf, iter(sorted((s, pats[i]) for i, s, _e in found)))
         return scan
 
     def _build_python(self) -> Callable[[bytes], list[int]]:
         """No native engine: bytes.find per literal (C speed per pass, one pass each)."""
-        lits = list(self.literals)
-        ilits = [x.lower() for x in self.icase]
+        plain, iplain, checked = self._plain_and_checked()
+        lits = list(plain)
+        ilits = sorted({x.lower() for x in iplain} | set(checked))
 
         def scan(buf: bytes) -> list[int]:
-            hits: list[int] = []
+            hits: list[tuple[int, list[re.Pattern[bytes]] | None]] = []
             for hay, needles in ((buf, lits), (buf.lower() if ilits else b"", ilits)):
                 for lit in needles:
+                    pats = checked.get(lit) if hay is not buf else None
                     i = hay.find(lit)
                     while i >= 0:
-                        hits.append(i)
+                        hits.append((i, pats))
                         i = hay.find(lit, i + 1)
-            hits.sort()
-            return hits
+            hits.sort(key=lambda h: h[0])
+            return _confirmed(buf, iter(hits)) if checked else [h[0] for h in hits]
         return scan
+
+
+def _hs_compile(pats: list[bytes], flags: list[int]) -> Any:
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=flags)
+    except hyperscan.error:
+        return None
+    return db
+
+
+def _hs_cached(pats: list[bytes], flags: list[int]) -> Any:
+    """A hyperscan database for these patterns, from the on-disk cache when it has one:
+    compiling the rules' patterns takes about a second, loading them milliseconds.
+    Where the cache cannot be read or written, it is compiled each time."""
+    import hyperscan
+
+    key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), pats, flags)).encode()).hexdigest()
+    path = _cache_dir() / f"hs-{key[:32]}.db"
+    try:
+        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
+        return db
+    except (OSError, hyperscan.error, TypeError, ValueError):
+        pass
+    db = _hs_compile(pats, flags)
+    if db is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(hyperscan.dumpb(db))
+            os.replace(tmp, path)  # atomic: a concurrent run reads the old file or this one
+        except (OSError, hyperscan.error):
+            pass
+    return db
+
+
+def _cache_dir() -> Path:
+    """TRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/triage, else ~/.cache/triage."""
+    env = os.environ.get("TRIAGE_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "triage"
+
+
+def _confirmed(buf: bytes, hits: Iterator[tuple[int, list[re.Pattern[bytes]] | None]]) -> list[int]:
+    """The offsets of `hits` (in order) that are plain (no patterns), or whose line one of
+    their patterns matches; each line is tried once per pattern list."""
+    out: list[int] = []
+    line_end = -1  # end of the line decided last
+    line = b""
+    kept = False
+    tried: set[int] = set()  # the pattern lists tried on that line
+    for off, pats in hits:
+        if pats is None:
+            out.append(off)
+            continue
+        if off >= line_end:  # a later line (hits come in order)
+            start = buf.rfind(b"\n", 0, off) + 1
+            end = buf.find(b"\n", off)
+            line_end = len(buf) if end < 0 else end
+            line = buf[start:line_end]
+            kept = False
+            tried = set()
+        if kept or id(pats) in tried:
+            continue
+        tried.add(id(pats))
+        if any(p.search(line) for p in pats):
+            kept = True
+            out.append(off)
+    return out
+
+
+# What a native engine is told for `\s` and `\w` outside a class: Python's str regexes
+# match Unicode spaces and letters, whose UTF-8 bytes are all >= 0x80 (a space character
+# is up to three of them); the newline is left out so a match stays on one raw line, as
+# it does on one clean line.
+_SPACE = r"[\t\x0b\x0c\r \x80-\xff]"
+_WORD = r"[\w\x80-\xff]"
+_UNSUPPORTED = set("pPNXGKgk0123456789")  # \p{..}, \N{..}, backrefs, ...: no native form
+_LOOK = ("(?=", "(?!", "(?<=", "(?<!")
+
+
+def native_superset(src: str) -> str | None:
+    r"""A regex for a native engine (hyperscan, or Python's `re` over bytes) that matches a
+    raw line wherever `src` matches its clean text, or None when it has no such form.
+
+    The clean line is the raw one with prefixes peeled, colours stripped and redraws
+    resolved (and may split one raw line in several), so anchors and word boundaries go
+    (`^`, `$`, `\A`, `\Z`, `\b`), lookarounds go (each only narrows a match), named and atomic groups become plain ones, possessive quantifiers greedy ones,
+    bounded repeats allow four bytes a character (UTF-8; a wide one is left open, which
+    compiles in milliseconds where the bound costs hyperscan seconds), and `\s`/`\w`/
+    `[^...]` never cross a newline. The rest is the same syntax in the three engines.
+    """
+    out: list[str] = []
+    i, n = 0, len(src)
+    while i < n:
+        ch = src[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                return None
+            nx = src[i + 1]
+            if nx in _UNSUPPORTED:
+                return None
+            i += 2
+            if nx in "AZzbB":
+                # anchors and word boundaries go: the clean text can start or end inside a
+                # raw line (a literal "\n" in a collapsed paste, a redraw, a glued bar)
+                continue
+            out.append(_SPACE if nx == "s" else _WORD if nx == "w" else "\\" + nx)
+            if nx == "s" and (i >= n or src[i] not in "*+?{"):
+                out.append("{1,3}")  # one space character: up to three bytes
+            if nx == "x":  # \xHH
+                out.append(src[i:i + 2])
+                i += 2
+            continue
+        if ch == "[":
+            j = _class_end(src, i)
+            if j < 0:
+                return None
+            body = src[i + 1:j]
+            if any(ord(c) > 127 for c in body) or "[" in body.replace("\\[", ""):
+                return None  # a non-ASCII member is several bytes; nested sets: no form
+            if body.startswith("^"):
+                body = "^\\n" + body[1:]
+            body = body.replace("\\w", "\\w\\x80-\\xff")
+            out.append(f"[{body}]")
+            i = j + 1
+            continue
+        if ch == "(":
+            if src.startswith(_LOOK, i):
+                j = _group_end(src, i)
+                if j < 0:
+                    return None
+                i = _skip_quantifier(src, j + 1)
+                continue
+            if src.startswith("(?#", i):
+                j = src.find(")", i)
+                if j < 0:
+                    return None
+                i = j + 1
+                continue
+            if src.startswith(("(?P<", "(?<"), i):
+                j = src.find(">", i)
+                if j < 0:
+                    return None
+                out.append("(?:")
+                i = j + 1
+                continue
+            if src.startswith("(?>", i):
+                out.append("(?:")
+                i += 3
+                continue
+            if src.startswith("(?", i) and not src.startswith(("(?:", "(?i)", "(?i:"), i):
+                return None  # conditionals, branch resets, other flags
+            out.append("(")
+            i += 1
+            continue
+        if ch in "^$":
+            i += 1
+            continue
+        if ch == "{":
+            m = _BOUND.match(src, i)
+            if m:
+                lo, comma, hi = m.group(1), m.group(2), m.group(3)
+                top = int(hi or lo) * 4 if not comma or hi else 0
+                # a wide bound costs hyperscan seconds to compile: open it (a superset)
+                out.append(f"{{{lo},{top}}}" if 0 < top <= 32 else f"{{{lo},}}")
+                i = m.end()
+                if i < n and src[i] == "+":
+                    i += 1
+                continue
+        if ch in "*+?" and i + 1 < n and src[i + 1] == "+":
+            out.append(ch)
+            i += 2
+            continue
+        if ord(ch) > 127:
+            out.append("(?:" + "".join(f"\\x{b:02x}" for b in ch.encode()) + ")")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out) or None
+
+
+_BOUND = re.compile(r"\{(\d+)(,?)(\d*)\}")
+
+
+def _class_end(src: str, i: int) -> int:
+    """Index of the `]` that closes the class opened at `i`, or -1."""
+    j = i + 1
+    if j < len(src) and src[j] == "^":
+        j += 1
+    if j < len(src) and src[j] == "]":
+        j += 1
+    while j < len(src):
+        if src[j] == "\\":
+            j += 2
+            continue
+        if src[j] == "]":
+            return j
+        j += 1
+    return -1
+
+
+def _group_end(src: str, i: int) -> int:
+    """Index of the `)` that closes the group opened at `i`, or -1."""
+    depth = 0
+    j = i
+    while j < len(src):
+        c = src[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            j = _class_end(src, j)
+            if j < 0:
+                return -1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _skip_quantifier(src: str, j: int) -> int:
+    if j < len(src) and src[j] in "*+?":
+        j += 1
+    elif j < len(src) and src[j] == "{":
+        m = _BOUND.match(src, j)
+        if m:
+            j = m.end()
+    if j < len(src) and src[j] in "?+":
+        j += 1
+    return j
 
 
 @dataclass(frozen=True, slots=True)

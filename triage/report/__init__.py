@@ -1,4 +1,4 @@
-"""report: views of a `Report` (console, JSON, Markdown, SARIF, JUnit, GitHub).
+"""report: views of a `Report` (console, JSON, Markdown, SARIF, JUnit, GitHub, HTML).
 
 Every view is `render(report) -> str` in its own module; the engine formats nothing.
 """
@@ -10,8 +10,8 @@ import io
 
 from triage.model import Report
 
-TEXT_FORMATS = ("json", "markdown", "sarif", "junit", "github")
-MARKUP_FORMATS = ("markdown", "junit")  # placeholders must be escaped, not pasted in
+TEXT_FORMATS = ("json", "markdown", "sarif", "junit", "github", "html")
+MARKUP_FORMATS = ("markdown", "junit", "html")  # placeholders must be escaped, not pasted in
 
 
 def render_to_string(report: Report, fmt: str, *, width: int | None = None,

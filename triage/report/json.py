@@ -43,6 +43,13 @@ def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
 
 
 def report_dict(r: Report) -> dict[str, Any]:
+    d = _report_dict(r)
+    if r.history:  # the crash history's run, fingerprint and recurrences (absent: --no-history)
+        d["history"] = r.history
+    return d
+
+
+def _report_dict(r: Report) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "sources": [

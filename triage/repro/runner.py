@@ -177,10 +177,38 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    # SIGTERM (`timeout`, a job scheduler) would end this process at once and leave the
+    # child, in its own session, running; as an exception it passes through the
+    # handlers below that kill the child's group first.
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _sigterm_kills_child() -> Any:
+    """While running a child: SIGTERM raises SystemExit (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
                 timeout_s: float, rss_limit_mib: float | None = None,
                 fsize: int | None = None) -> Run:
     """Run argv with merged output copied to log_path; enforce the limits; wait for it."""
+    with _sigterm_kills_child():
+        return _run_command(argv, cwd=cwd, env=env, log_path=log_path, timeout_s=timeout_s,
+                            rss_limit_mib=rss_limit_mib, fsize=fsize)
+
+
+def _run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
+                 timeout_s: float, rss_limit_mib: float | None,
+                 fsize: int | None) -> Run:
     t0 = time.monotonic()
     killed_by: str | None = None
     watched = rss_limit_mib is not None
@@ -318,6 +346,11 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
     env = child_env(sc, ctx)
     # As the run sees them (accelerate is "absent" where the scenario hides it).
     out.versions = versions(sc.snapshot_python(ctx), env)
+    why = sc.cannot_reproduce(ctx)
+    if why:
+        out.skipped = why
+        out.ok = True  # an honest "not here", as a GPU scenario on a CPU machine
+        return
     for i, argv in enumerate(sc.setup(ctx)):
         setup_log = ctx.workdir / f"setup-{i}.log"
         r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log,

@@ -74,7 +74,7 @@ class Scenario:
     Built from a scenario module's attributes (see scenarios/__init__.py):
     NAME, EXPECTED, DEVICE, SUMMARY, FAILURE, FIX, command(ctx) and reproduced(run),
     and optionally setup(ctx), env(ctx), TIMEOUT_S, RSS_LIMIT_MIB, FSIZE_LIMIT_BYTES,
-    SHELL, snapshot_python(ctx).
+    SHELL, snapshot_python(ctx), cannot_reproduce(ctx).
     """
 
     name: str
@@ -107,6 +107,15 @@ class Scenario:
     def reproduced(self, run: Run) -> bool:
         """The failure really happened (the process failed in the expected way)."""
         return bool(self.module.reproduced(run))
+
+    def cannot_reproduce(self, ctx: Context) -> str | None:
+        """Why the failure cannot happen with ctx's interpreter (None: it can).
+
+        A scenario whose failure exists only in some library releases says so here,
+        rather than forcing the error by another trigger.
+        """
+        fn = getattr(self.module, "cannot_reproduce", None)
+        return fn(ctx) if fn else None
 
     def snapshot_python(self, ctx: Context) -> str:
         """The interpreter the evidence probe should run as (the run's own view)."""

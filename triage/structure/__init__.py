@@ -14,6 +14,7 @@ from typing import Any
 
 from triage.model import EndState, Event, ExceptionInfo, Line, SourceInfo
 from triage.structure import tables as T
+from triage.structure.timeline import Timeline
 
 MAX_EXCEPTIONS = 2000
 MAX_MSG_LINES = 40
@@ -61,8 +62,12 @@ class Structure:
     tail: list[Line] = field(default_factory=list)
     last_by_rank: dict[int, Line] = field(default_factory=dict)  # each rank's last output
     last_step_by_rank: dict[int, int] = field(default_factory=dict)
+    # seqs of errors a launcher's report lists under "Failures:" (not its root cause)
+    secondary_errors: set[int] = field(default_factory=set)
     # per (source, rank): the read order (seq) of its last lines of training progress
     progress: dict[tuple[str, int | None], list[int]] = field(default_factory=dict)
+    # per-rank spans and metric series for pictures; the engine finishes them (findings)
+    timeline: Timeline = field(default_factory=Timeline)
 
     @property
     def last_phase(self) -> str | None:
@@ -86,6 +91,7 @@ class Structurer:
         self._last_phase: str | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
         self._progress: dict[tuple[str, int | None], deque[int]] = {}
+        self._timeline = self.out.timeline
         self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
                                   "loss_first": None, "loss_last": None, "toks_last": None,
                                   "step_times": deque(maxlen=256)}
@@ -98,6 +104,7 @@ class Structurer:
         tail = self._tails.setdefault(line.source, deque(maxlen=TAIL_LINES))
         if text.strip():
             tail.append(line)
+            self._timeline.line(line)
             if line.rank is not None:
                 self.out.last_by_rank[line.rank] = line
         self._traceback(line, text)
@@ -198,8 +205,12 @@ class Structurer:
             self._add_exception(ExceptionInfo(m.group("type"), (m.group("msg") or "").strip(), line))
 
     def _add_exception(self, exc: ExceptionInfo) -> None:
+        self._timeline.error(exc)
         if len(self.out.exceptions) < MAX_EXCEPTIONS:
             self.out.exceptions.append(exc)
+            tr = self._torchrun
+            if tr is not None and tr["section"] == "other":
+                self.out.secondary_errors.add(exc.line.seq)
 
     def _torchrun_report(self, line: Line, text: str) -> None:
         if "local_rank:" in text and "exitcode" in text:
@@ -281,6 +292,7 @@ class Structurer:
         if m is None or m.lastgroup is None:
             return
         phase = _first_group(m)
+        self._timeline.phase(line, phase)
         if phase != self._last_phase:
             self.out.phases.append((phase, line))
             if len(self.out.phases) > 512:
@@ -297,6 +309,7 @@ class Structurer:
             self._m["last_step"] = int(m_step.group(1))
             if line.rank is not None:
                 self.out.last_step_by_rank[line.rank] = int(m_step.group(1))
+            self._timeline.step(line, int(m_step.group(1)))
             self._last_step_seq = line.seq
             if line.ts is not None:
                 self._m["step_times"].append(line.ts)
@@ -311,6 +324,7 @@ class Structurer:
                     self._m["loss_first"] = v
                 self._m["loss_last"] = v
                 self._losses.append((self._m["last_step"], v))
+                self._timeline.metric("loss", line, v, int(m_step.group(1)) if m_step else None)
                 prog = self._progress.setdefault((line.source, line.rank), deque(maxlen=PROGRESS_KEPT))
                 prog.append(line.seq)
                 if not math.isfinite(v):
@@ -322,6 +336,14 @@ class Structurer:
             if mt:
                 with contextlib.suppress(ValueError):
                     self._m["toks_last"] = float(mt.group(1))
+                    self._timeline.metric("tok_s", line, self._m["toks_last"],
+                                          int(m_step.group(1)) if m_step else None)
+        if "norm" in text:
+            mg = T.GRAD_NORM_RE.search(text)
+            if mg:
+                with contextlib.suppress(ValueError):
+                    self._timeline.metric("grad_norm", line, float(mg.group(1)),
+                                          int(m_step.group(1)) if m_step else None)
 
     def _same_step(self, step: int, line: Line) -> None:
         """A step number repeated by timestamped lines (heartbeats, a frozen bar): how
@@ -435,15 +457,21 @@ def _signame(code: int) -> str | None:
         return None
 
 
-def root_exception(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
+def root_exception(exceptions: list[ExceptionInfo],
+                   secondary: frozenset[int] | set[int] = frozenset()) -> ExceptionInfo | None:
     """The log's root error: the first exception of the last failure's chain (the one
     the others were raised while handling, or from), not a wrapper that only carries
     another (ChildFailedError, a re-raise in the parent), and of the ranks that raised
-    the same error, the one that raised it first."""
-    excs = [e for e in exceptions if e.has_traceback] or list(exceptions)
-    real = [e for e in excs if not T.WRAPPER_TYPE_RE.search(e.type)]
+    the same error, the one that raised it first. Errors named without a traceback are a
+    weaker record: the first of them leads (what follows is often teardown). `secondary`:
+    the seqs of errors a launcher lists as other failures (torchrun's "Failures:"), which
+    give way to the same error in its "Root Cause" entry."""
+    traced = [e for e in exceptions if e.has_traceback]
+    real = [e for e in traced or exceptions if not T.WRAPPER_TYPE_RE.search(e.type)]
     if not real:
         return None
+    if not traced:
+        return real[0]
     last = real[-1]
     root = last
     for e in reversed(real[:-1]):
@@ -457,6 +485,7 @@ def root_exception(exceptions: list[ExceptionInfo]) -> ExceptionInfo | None:
         return _DIGITS.sub("#", e.message.split("\n", 1)[0])
     head = shape(root)
     same = [e for e in real if e.type == root.type and shape(e) == head]
+    same = [e for e in same if e.line.seq not in secondary] or same
     timed = all(e.line.ts is not None for e in same)
     return min(same, key=lambda e: (e.line.ts, e.line.seq) if timed else (0.0, e.line.seq))
 

@@ -1,7 +1,11 @@
-"""The `triage watch` screen: log tail, live diagnoses, GPUs, run sparklines, alerts.
+"""The `triage watch` screen: log tail, live diagnoses with the selected one in full
+(evidence, checks, fixes, ruled out), GPUs, run sparklines, alerts.
 
 The watch session does the work (capture, diagnosis, stall and end detection); the
-app polls it from a worker thread and shows the result. Keys are in the footer.
+app polls it from a worker thread and shows the result. The end of a run (waiting for
+the last bytes, the snapshot, the full triage) runs in that thread too: the UI thread
+only redraws, and the header's clock goes on (and stops at the end) while it runs.
+Keys are in the footer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
+from textual.worker import get_current_worker
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -24,13 +29,17 @@ from triage.ingest.normalize import SourceState, normalize
 from triage.tui.messages import JumpTo, Polled, WatchEvents
 from triage.tui.widgets import (
     AlertsPanel,
+    DetailsPanel,
     DiagnosesPanel,
     GpuPanel,
     LogPane,
     RunPanel,
     StatusBar,
+    details_text,
     diagnoses_text,
+    end_words,
     gpu_text,
+    set_if_changed,
     status_text,
 )
 from triage.watch.events import (
@@ -48,6 +57,8 @@ from triage.watch.gpu import GpuSample
 from triage.watch.session import WatchSession, run_hook, take_snapshot
 
 SHOW_PER_POLL = 400  # lines written to the log pane per poll; the rest is summarised
+CLOCK_INTERVAL = 1.0  # seconds between redraws of the header's clock
+UI_INTERVAL = 0.5  # seconds between redraws for new lines alone (events redraw at once)
 CONTEXT = 8  # lines around evidence in the evidence view
 
 
@@ -101,6 +112,8 @@ class WatchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("slash", "search", "search"),
+        Binding("right_square_bracket", "select(1)", "next diagnosis", key_display="]"),
+        Binding("left_square_bracket", "select(-1)", "previous", key_display="["),
         Binding("e", "evidence", "evidence"),
         Binding("s", "snapshot", "snapshot"),
         Binding("r", "retriage", "re-triage"),
@@ -123,7 +136,7 @@ class WatchApp(App[int]):
         self.attached: Attached | None = None
         self.shown_upto = 0  # the last capture line written to the log pane
         self.gpus: GpuSample | None = None
-        self.evidence_index = 0
+        self.selected = 0  # the diagnosis shown in the details pane
         self.search_needle = ""
         self.search_at: int | None = None
         self._lock = threading.Lock()
@@ -136,6 +149,7 @@ class WatchApp(App[int]):
             yield LogPane(id="log")
             with Vertical(id="side"):
                 yield DiagnosesPanel(id="diagnoses")
+                yield DetailsPanel(id="details")
                 yield GpuPanel(id="gpus")
                 yield AlertsPanel(id="alerts")
         yield RunPanel(id="run")
@@ -147,32 +161,41 @@ class WatchApp(App[int]):
         self.query_one("#search", Input).cursor_blink = False
         self.query_one(LogPane).focus()  # keys go to the app, not to the hidden search box
         self.query_one(DiagnosesPanel).update(diagnoses_text([]))
+        self.query_one(DetailsPanel).update(details_text(None))
         self.query_one(GpuPanel).update(gpu_text(None))
         self.handle_events(self.session.start())
         self.refresh_view()
         if self.timers:
-            self.set_interval(self.poll_interval, self._tick)
+            self._poll_loop()
+            # the header's clock has a resolution of a second; it must move even while
+            # the poll thread is busy with the end of the run (snapshot, full triage)
+            self.set_interval(CLOCK_INTERVAL, self.refresh_status)
             self.set_interval(self.gpu_interval, self._sample_gpus)
             self._sample_gpus()
         else:
             self.show_gpus(self.session.gpu_sample())
 
     # -- polling ------------------------------------------------------------------
-    def _tick(self) -> None:
-        if not self.session.done:
-            self._poll_worker()
-        else:
-            self.refresh_status()
-
-    @work(thread=True, exclusive=False, group="poll")
-    def _poll_worker(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            return  # the previous poll (a final triage, say) is still running
-        try:
-            events = self.session.poll()
-        finally:
-            self._lock.release()
-        self.post_message(WatchEvents(events))
+    @work(thread=True, group="poll")
+    def _poll_loop(self) -> None:
+        """One thread polls the session for the whole watch (a thread per poll costs
+        more than the poll) and wakes the UI only when something changed."""
+        worker = get_current_worker()
+        last_ui, pending = float("-inf"), False
+        while not worker.is_cancelled and not self.session.done:
+            t0 = time.monotonic()
+            with self._lock:
+                before = (self.session.live.lines, self.session.run.step)
+                events = self.session.poll()
+                pending |= before != (self.session.live.lines, self.session.run.step)
+            if events:
+                self.post_message(WatchEvents(events))
+            # events are drawn at once; plain new lines at most every UI_INTERVAL (each
+            # redraw costs the same whether it brings one line or fifty)
+            if events or (pending and t0 - last_ui >= UI_INTERVAL):
+                self.post_message(Polled(0))
+                last_ui, pending = t0, False
+            time.sleep(max(0.0, self.poll_interval - (time.monotonic() - t0)))
         self.post_message(Polled(0))
 
     def poll_now(self) -> list[Event]:
@@ -227,11 +250,9 @@ class WatchApp(App[int]):
             elif isinstance(ev, Notice):
                 alerts.add(ev.text, "yellow")
             elif isinstance(ev, Ended):
-                how = f"exit status {ev.exit_status}" if ev.exit_status is not None else ev.reason
-                if ev.signal:
-                    how += f" ({ev.signal})"
+                how = end_words(ev.exit_status, ev.signal, ev.reason)
                 alerts.add(f"run ended: {how}; {ev.lines} lines in {ev.capture}",
-                           "bold red" if ev.exit_status else "bold")
+                           "bold red" if ev.exit_status or ev.signal else "bold")
             elif isinstance(ev, Triaged):
                 n = len(ev.report.get("diagnoses", []))
                 alerts.add(f"full triage of the capture: {n} diagnos{'is' if n == 1 else 'es'}",
@@ -247,21 +268,41 @@ class WatchApp(App[int]):
             return list(self.session.final_report.get("diagnoses", []))
         return self.session.diagnoses
 
+    def current_ruled_out(self) -> list[dict[str, Any]]:
+        """What the final triage (else the live view) ruled out."""
+        if self.session.final_report is not None:
+            return list(self.session.final_report.get("ruled_out", []))
+        return list(self.session.ruled_out)
+
     def refresh_view(self) -> None:
-        """Redraw the log tail, diagnoses, run panel and status line."""
+        """Redraw the log tail, diagnoses, details, run panel and status line (each
+        widget only when its text changed)."""
         self._write_tail()
         diags = self.current_diagnoses()
-        sel = (self.evidence_index - 1) % len(diags) if diags and self.evidence_index else None
-        self.query_one(DiagnosesPanel).update(diagnoses_text(diags, sel))
+        if diags:
+            self.selected = min(self.selected, len(diags) - 1)
+        sel = self.selected if diags else None
+        set_if_changed(self.query_one(DiagnosesPanel), diagnoses_text(diags, sel))
+        d = diags[self.selected] if diags else None
+        set_if_changed(self.query_one(DetailsPanel),
+                       details_text(d, self.current_ruled_out(), self._line_text,
+                                    index=self.selected, total=len(diags)))
         self.query_one(RunPanel).show(self.session.run)
         self.refresh_status()
 
+    def _line_text(self, lineno: int) -> str | None:
+        """Capture line `lineno` as the log pane shows it, when it is in the tail."""
+        log = self.query_one(LogPane)
+        row = log.row_of(lineno)
+        return log.rows[row][1] if row is not None else None
+
     def refresh_status(self) -> None:
-        """Redraw the status line (run time, freshness)."""
+        """Redraw the status line (run time, freshness, stall, how the run ended)."""
         target = self.attached.target if self.attached else self.session.source.name
         pane = self.attached.pane if self.attached else None
-        self.query_one(StatusBar).update(
-            status_text(target, pane, self.session.run, self.clock(), self.clock_text))
+        set_if_changed(self.query_one(StatusBar),
+                       status_text(target, pane, self.session.run, self.clock(), self.clock_text),
+                       layout=False)  # one row, always
 
     def _write_tail(self) -> None:
         log = self.query_one(LogPane)
@@ -288,6 +329,7 @@ class WatchApp(App[int]):
             text = " | ".join(p.text for p in normalize(cap_line(raw), state))
             log.add_line(lineno, text, lineno in matched)
         self.shown_upto = total
+        log.flush()
 
     # -- actions ------------------------------------------------------------------
     def jump(self, lineno: int) -> None:
@@ -299,14 +341,21 @@ class WatchApp(App[int]):
                                         context_lines(self.session.source.capture, lineno),
                                         lineno))
 
+    def action_select(self, step: int) -> None:
+        """Select the next (1) or previous (-1) diagnosis for the details pane."""
+        diags = self.current_diagnoses()
+        if not diags:
+            return
+        self.selected = (self.selected + step) % len(diags)
+        self.refresh_view()
+
     def action_evidence(self) -> None:
-        """Jump to the evidence of the selected diagnosis; again: the next diagnosis."""
+        """Jump to the evidence line of the selected diagnosis."""
         diags = self.current_diagnoses()
         if not diags:
             self.query_one(AlertsPanel).add("no diagnosis yet: no evidence to show", "dim")
             return
-        d = diags[self.evidence_index % len(diags)]
-        self.evidence_index += 1
+        d = diags[min(self.selected, len(diags) - 1)]
         ev = next((e for e in d.get("evidence", []) if e.get("line")), None)
         self.refresh_view()
         if ev is None:

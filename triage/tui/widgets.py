@@ -4,13 +4,14 @@ the session's RunState, a GpuSample) into text; none of them reads files or tmux
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import RichLog, Sparkline, Static
+from textual.widgets import Static
 
 from triage.watch.gpu import GpuSample
 from triage.watch.session import RunState
@@ -24,27 +25,42 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def end_words(exit_status: int | None, signal: str | None, reason: str) -> str:
+    """How the run ended, in the header's words: "exit -9 (SIGKILL)", "exit 0",
+    "pane-closed (exit status unknown)"."""
+    if exit_status is None and signal is None:
+        return f"{reason} (exit status unknown)" if reason != "interrupted" else reason
+    how = f"exit {exit_status}" if exit_status is not None else "killed"
+    return how + (f" ({signal})" if signal else "")
+
+
 def status_text(target: str, pane: str | None, run: RunState, now: float,
                 clock_text: bool = True) -> Text:
-    """The top line: what is watched, for how long, how fresh, where the run is."""
+    """The top line: what is watched, for how long (the clock stops at the end), how
+    fresh the output is, where the run is, and how it ended."""
     parts = [target]
     if pane:
         parts.append(f"pane {pane}")
     if clock_text:
-        parts.append(f"running {fmt_duration(now - run.started)}")
+        word = "ran" if run.ending_at is not None else "running"
+        parts.append(f"{word} {fmt_duration(run.elapsed(now))}")
         if run.last_output is not None:
-            parts.append(f"last output {max(0, int(now - run.last_output))} s ago")
+            at = run.ending_at if run.ending_at is not None else now
+            parts.append(f"last output {max(0, int(at - run.last_output))} s ago")
     if run.phase:
         parts.append(f"phase: {run.phase}")
     if run.step is not None:
         parts.append(f"step {run.step}")
     t = Text(" · ".join(parts))
+    if run.stalled_since is not None and run.ending_at is None:
+        quiet = f" {int(now - run.stalled_since)} s" if clock_text else ""
+        t.append(f" · STALLED{quiet}: no step line (training-hang?)", style="bold red")
     if run.ended is not None:
         e = run.ended
-        how = f"exit {e.exit_status}" if e.exit_status is not None else e.reason
-        if e.signal:
-            how += f" ({e.signal})"
-        t.append(f" · ended: {how}", style="bold red" if e.exit_status else "bold")
+        t.append(f" · ended: {end_words(e.exit_status, e.signal, e.reason)}",
+                 style="bold red" if e.exit_status or e.signal else "bold")
+    elif run.ending_at is not None:
+        t.append(" · ended: reading the last output and triaging…", style="bold")
     return t
 
 
@@ -52,25 +68,62 @@ class StatusBar(Static):
     """The watched target, run time, freshness of the output, phase and step."""
 
 
-class LogPane(RichLog):
+class LogPane(Static, can_focus=True):
     """The log's tail; lines that a rule matched are highlighted. Remembers which
-    capture line each row shows, so evidence and search hits can be scrolled to."""
+    capture line each row shows, so evidence and search hits can be scrolled to.
+
+    It draws only the rows that fit, as one text, without a layout pass: a scrolling
+    log widget re-lays out the whole screen for every line it gets, which made the
+    screen cost 8% of a core at 3 lines a second. Keys: up/down, page up/down, end."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_rows(-1)", show=False), Binding("down", "scroll_rows(1)", show=False),
+        Binding("pageup", "scroll_rows(-20)", show=False),
+        Binding("pagedown", "scroll_rows(20)", show=False),
+        Binding("end", "follow_end", show=False),
+    ]
 
     def __init__(self, max_lines: int = 2000, **kwargs: Any) -> None:
-        super().__init__(max_lines=max_lines, wrap=False, highlight=False, markup=False,
-                         auto_scroll=True, **kwargs)
+        super().__init__(**kwargs)
         self.rows: deque[tuple[int | None, str]] = deque(maxlen=max_lines)
+        self._hot: deque[bool] = deque(maxlen=max_lines)  # matched by a rule
+        self.auto_scroll = True
+        self.top = 0  # the first row shown when not following the end
+        self._dirty = True
 
     def add_line(self, lineno: int, text: str, matched: bool) -> None:
-        """Append one line of the capture."""
-        style = "bold red" if matched else ""
+        """Append one line of the capture (shown at the next `flush`)."""
         self.rows.append((lineno, text))
-        self.write(Text(text, style=style, no_wrap=True, end=""))
+        self._hot.append(matched)
+        self._dirty = True
 
     def add_gap(self, skipped: int) -> None:
         """Mark lines that arrived too fast to show (they are in the capture file)."""
-        self.rows.append((None, ""))
-        self.write(Text(f"… {skipped} lines not shown (see the capture file)", style="dim italic"))
+        self.rows.append((None, f"… {skipped} lines not shown (see the capture file)"))
+        self._hot.append(False)
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Repaint (this widget only, no layout) if rows were added or the view moved."""
+        if self._dirty:
+            self._dirty = False
+            self.refresh()
+
+    def render(self) -> Text:
+        """The rows that fit, from `top` (or the last ones while following the end)."""
+        h = max(1, self.content_size.height or 30)
+        n = len(self.rows)
+        if self.auto_scroll:
+            self.top = max(0, n - h)
+        self.top = max(0, min(self.top, max(0, n - 1)))
+        t = Text(no_wrap=True, overflow="crop", end="")
+        for i in range(self.top, min(n, self.top + h)):
+            ln, text = self.rows[i]
+            style = "bold red" if self._hot[i] else ("dim italic" if ln is None else "")
+            if i > self.top:
+                t.append("\n")
+            t.append(text, style=style)
+        return t
 
     def row_of(self, lineno: int) -> int | None:
         """The row showing capture line `lineno`, if it is still in the tail."""
@@ -85,13 +138,35 @@ class LogPane(RichLog):
         if row is None:
             return False
         self.auto_scroll = False
-        self.scroll_to(y=max(0, row - self.size.height // 2), animate=False)
+        self.top = max(0, row - (self.content_size.height or 30) // 2)
+        self._dirty = True
+        self.flush()
         return True
 
     def follow(self) -> None:
         """Follow the end of the log again."""
         self.auto_scroll = True
-        self.scroll_end(animate=False)
+        self._dirty = True
+        self.flush()
+
+    def action_scroll_rows(self, delta: int) -> None:
+        """Move the view by `delta` rows (scrolling up stops following the end)."""
+        h = self.content_size.height or 30
+        if self.auto_scroll:
+            self.top = max(0, len(self.rows) - h)
+        self.top = max(0, min(self.top + delta, max(0, len(self.rows) - h)))
+        self.auto_scroll = self.top >= len(self.rows) - h
+        self._dirty = True
+        self.flush()
+
+    def action_follow_end(self) -> None:
+        self.follow()
+
+    def on_mouse_scroll_up(self) -> None:
+        self.action_scroll_rows(-3)
+
+    def on_mouse_scroll_down(self) -> None:
+        self.action_scroll_rows(3)
 
     def search(self, needle: str, before: int | None = None) -> int | None:
         """The capture line of the last row before `before` containing `needle`
@@ -106,9 +181,10 @@ class LogPane(RichLog):
 
 
 def diagnoses_text(diags: Sequence[dict[str, Any]], selected: int | None = None) -> Text:
-    """Root cause first (the session keeps the report's order), with confidence."""
+    """One row per diagnosis, root cause first (the report's order), with confidence
+    and role; the selected one (shown in the details pane) is marked."""
     t = Text()
-    t.append("diagnoses\n", style="bold")
+    t.append("diagnoses  ([ ] select)\n", style="bold")
     if not diags:
         t.append("(none yet)", style="dim")
         return t
@@ -122,13 +198,68 @@ def diagnoses_text(diags: Sequence[dict[str, Any]], selected: int | None = None)
         if role and role != "root-cause":
             t.append(f"  ({role})", style="dim")
         t.append("\n")
-        title = str(d.get("title", ""))
-        t.append(f"    {title[:200]}\n", style="")
-        ev = next((e for e in d.get("evidence", []) if e.get("line")), None)
-        if ev is not None:
-            t.append(f"    line {ev['line']}: {str(ev.get('text', ''))[:120]}\n", style="dim")
     t.rstrip()
     return t
+
+
+def details_text(d: dict[str, Any] | None, ruled_out: Iterable[dict[str, Any]] = (),
+                 line_text: Callable[[int], str | None] | None = None, *,
+                 index: int = 0, total: int = 0) -> Text:
+    """Everything about one diagnosis: its evidence with context (the capture line
+    before an evidence line, and the frames the report kept), what it explains, the
+    checks that tell it from the others, the fixes, what speaks against it, and what
+    was ruled out (for the report as a whole)."""
+    t = Text()
+    if d is None:
+        t.append("details\n", style="bold")
+        t.append("(no diagnosis yet)", style="dim")
+        return t
+    conf = str(d.get("confidence", ""))
+    t.append(f"{index + 1}/{total} ", style="bold")
+    t.append(str(d.get("signature", "")), style="bold")
+    t.append(f"  {conf}", style=CONF_STYLE.get(conf, ""))
+    t.append(f"  {d.get('role', '')}", style="dim")
+    if d.get("explained_by"):
+        t.append(f" of {d['explained_by']}", style="dim")
+    t.append(f"\n{d.get('title', '')}\n")
+    t.append("evidence\n", style="bold underline")
+    for e in d.get("evidence", []):
+        line = e.get("line")
+        context = e.get("context", [])[-2:]
+        if line and not context and line_text is not None:
+            before = line_text(int(line) - 1)
+            if before is not None:
+                t.append(f"  {int(line) - 1:>6}  {before[:160]}\n", style="dim")
+        for c in context:
+            t.append(f"          {str(c)[:160]}\n", style="dim")
+        where = f"{line:>6}" if line else (" fact " if e.get("fact") else "   -  ")
+        t.append(f"> {where}  {str(e.get('text', ''))[:240]}\n")
+    if d.get("explains"):
+        t.append("explains: ", style="bold")
+        t.append(", ".join(d["explains"]) + "\n", style="dim")
+    if d.get("checks"):
+        t.append("checks\n", style="bold underline")
+        for c in d["checks"]:
+            t.append(f"  $ {c}\n", style="green")
+    if d.get("remedies"):
+        t.append("fixes\n", style="bold underline")
+        for r in d["remedies"]:
+            t.append(f"  - {r}\n")
+    if d.get("counter_evidence"):
+        t.append("against\n", style="bold underline")
+        for e in d["counter_evidence"]:
+            t.append(f"  - {str(e.get('text', ''))[:240]}\n", style="yellow")
+    ruled = list(ruled_out)
+    if ruled:
+        t.append("ruled out\n", style="bold underline")
+        for r in ruled:
+            t.append(f"  - {r.get('signature')}: {r.get('because')}\n", style="dim")
+    t.rstrip()
+    return t
+
+
+class DetailsPanel(Static):
+    """The selected diagnosis in full: evidence, checks, fixes, ruled out."""
 
 
 class DiagnosesPanel(Static):
@@ -168,21 +299,92 @@ def run_text(run: RunState) -> Text:
     return Text("  ".join(parts))
 
 
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: Sequence[float], width: int) -> str:
+    """The last `width` values as bars on an honest scale: from 0 to the largest value,
+    so a ±2.5% wobble stays a flat row and a halving is half the height (a min-to-max
+    scale would draw both as full swings). Values that are not positive draw as blanks."""
+    vals = list(values)[-width:] if width > 0 else []
+    top = max((v for v in vals if v > 0), default=0.0)
+    if top <= 0:
+        return ""
+    out = []
+    for v in vals:
+        if v <= 0:
+            out.append(" ")
+        else:
+            out.append(BARS[min(len(BARS) - 1, max(0, round(v / top * len(BARS)) - 1))])
+    return "".join(out)
+
+
+def spark_text(label: str, values: Sequence[float], width: int, unit: str = "") -> Text:
+    """Two rows: `label now (0–max)`, then the bars; the scale is stated because it
+    starts at 0 (see spark)."""
+    vals = list(values)
+    t = Text()
+    t.append(f"{label} ", style="bold")
+    if not vals:
+        t.append("-", style="dim")
+        return t
+    t.append(f"{_num(vals[-1])}{unit} ")
+    t.append(f"max {_num(max(vals))}\n", style="dim")  # the bars' top; their bottom is 0
+    t.append(spark(vals, width))
+    return t
+
+
+def _num(v: float) -> str:
+    """Three significant digits, k and M for the large throughputs."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
 class RunPanel(Horizontal):
-    """Numbers and sparklines of the run: loss and tok/s over the last steps."""
+    """Numbers and sparklines of the run: loss, step time and tok/s over the last steps."""
+
+    SPARK = 24  # bars per sparkline
 
     def compose(self) -> ComposeResult:
         yield Static(id="run-stats")
-        yield Static("loss", classes="spark-label")
-        yield Sparkline([], id="loss-spark")
-        yield Static("tok/s", classes="spark-label")
-        yield Sparkline([], id="toks-spark")
+        yield Static(id="loss-spark", classes="spark")
+        yield Static(id="step-spark", classes="spark")
+        yield Static(id="toks-spark", classes="spark")
 
     def show(self, run: RunState) -> None:
-        """Redraw from the run state."""
-        self.query_one("#run-stats", Static).update(run_text(run))
-        self.query_one("#loss-spark", Sparkline).data = list(run.losses)
-        self.query_one("#toks-spark", Sparkline).data = list(run.toks_series)
+        """Redraw from the run state (a widget is updated only when its text changes)."""
+        self._set("#run-stats", lambda w: run_text(run))
+        self._set("#loss-spark", lambda w: spark_text("loss", copy_series(run.losses), w))
+        self._set("#step-spark", lambda w: spark_text("step s", copy_series(run.step_times), w))
+        self._set("#toks-spark", lambda w: spark_text("tok/s", copy_series(run.toks_series), w))
+
+    def _set(self, sel: str, text: Callable[[int], Text]) -> None:
+        widget = self.query_one(sel, Static)
+        # fixed sizes (app.tcss): a new step redraws these cells only, no layout
+        set_if_changed(widget, text(widget.size.width or self.SPARK), layout=False)
+
+
+def copy_series(series: deque[float]) -> list[float]:
+    """A copy of a series the poll thread may be appending to right now."""
+    for _ in range(5):
+        try:
+            return list(series)
+        except RuntimeError:  # "deque mutated during iteration": try again
+            continue
+    return []
+
+
+def set_if_changed(widget: Static, text: Text, *, layout: bool = True) -> None:
+    """Update a Static only when its content differs: an unchanged update still costs a
+    repaint, and with `layout` a layout of the whole screen, which is most of a busy
+    screen's CPU. `layout=False` for widgets whose size never depends on their text."""
+    key = (text.plain, tuple((str(s.style), s.start, s.end) for s in text.spans))
+    if getattr(widget, "_triage_shown", None) == key:
+        return
+    widget._triage_shown = key  # type: ignore[attr-defined]
+    widget.update(text, layout=layout)
 
 
 class AlertsPanel(Static):

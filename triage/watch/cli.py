@@ -38,10 +38,16 @@ def register(sub: Any) -> None:
                    help="but never before S seconds without progress (default 30)")
     w.add_argument("--poll", type=float, default=0.2, metavar="S",
                    help="seconds between reads of the capture (default 0.2)")
+    w.add_argument("--html", metavar="FILE",
+                   help="write the HTML report here when the run ends (default with --tmux "
+                        "and the html extra: beside the capture, as .html)")
     w.add_argument("--no-snapshot", action="store_true",
                    help="skip the evidence snapshot when the run ends")
     w.add_argument("--rules", metavar="DIR", action="append", type=Path,
                    help="an extra folder of rules (repeatable)")
+    from triage.history import add_options as add_history_options
+
+    add_history_options(w)
     w.set_defaults(func=cmd_watch)
 
 
@@ -63,9 +69,38 @@ def build_session(args: argparse.Namespace) -> Any:
         if args.capture:
             raise TriageError("watch: --capture goes with --tmux (a FILE is its own capture)")
         source = FileSource(Path(args.file))
-    return WatchSession(source, rules=get_rules(args.rules), stall_factor=args.stall_factor,
-                        min_stall=args.min_stall, report_interval=min(args.poll, 0.25),
-                        status_interval=max(args.poll, 0.5), snapshot=not args.no_snapshot)
+    session = WatchSession(source, rules=get_rules(args.rules), stall_factor=args.stall_factor,
+                           min_stall=args.min_stall, report_interval=min(args.poll, 0.25),
+                           status_interval=max(args.poll, 0.5), snapshot=not args.no_snapshot,
+                           html=html_path(args, source.capture))
+    session.history = watch_history(args)
+    return session
+
+
+def watch_history(args: argparse.Namespace) -> Any:
+    """facts -> the History that records the watched run's final triage (None: off).
+    The run is the tmux session (stable across relaunches), else the followed file."""
+    from triage.history import enabled, for_args
+
+    if not enabled(args.no_history):
+        return None
+    paths = [args.file] if args.file else []
+    return lambda facts: for_args(args, paths, facts, command="watch", tmux=args.tmux)
+
+
+def html_path(args: argparse.Namespace, capture: Path) -> Path | None:
+    """Where the HTML report goes when the run ends: --html, else beside a tmux capture
+    (triage's own file) when the html extra is installed; a followed FILE is the user's,
+    so nothing is written beside it unasked."""
+    from triage.report.charts import available
+
+    if getattr(args, "html", None):
+        if not available():
+            raise TriageError("watch: --html needs matplotlib: pip install 'triage[html]'")
+        return Path(args.html)
+    if args.tmux and available():
+        return capture.with_name(capture.name + ".html")
+    return None
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

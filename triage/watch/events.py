@@ -93,11 +93,13 @@ class Ended:
     lines: int
     capture: str
     signal: str | None = None
-    reason: str = "exited"  # exited | pane-closed | interrupted
+    reason: str = "exited"  # exited | pane-closed | returned-to-shell | interrupted
+    status_from: str | None = None  # who told the exit status: "tmux" | "proc"
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": "ended", "exit_status": self.exit_status, "signal": self.signal,
-                "reason": self.reason, "lines": self.lines, "capture": self.capture}
+                "reason": self.reason, "lines": self.lines, "capture": self.capture,
+                "status_from": self.status_from}
 
 
 @dataclass(frozen=True, slots=True)

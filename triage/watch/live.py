@@ -295,7 +295,9 @@ class LiveTriage:
         for the final triage), best first; clears `dirty`."""
         self.dirty = False
         rep = self.report()
-        live = [d for d in rep.diagnoses if math.isfinite(d.first_seen)]
+        # what the watcher itself saw (a stall: run.stalled_s) is as live as a line
+        live = [d for d in rep.diagnoses if math.isfinite(d.first_seen)
+                or any((e.fact or "").startswith("run.") for e in d.evidence)]
         return LiveDiagnoses(live, rep)
 
 

@@ -47,6 +47,7 @@ METRIC_SCAN = 32  # lines at the end of each read that are parsed for metrics an
 SETTLE = 0.3  # seconds without new bytes after the pane died before the capture is final
 SETTLE_MAX = 5.0
 SHELL_BACK = 3.0  # seconds the shell must stay in the foreground to mean "run over"
+STATUS_WAIT = 1.0  # seconds to wait for an exit status neither tmux nor /proc has yet
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "-bash", "-zsh"})
 
 
@@ -165,6 +166,12 @@ class RunState:
     intervals: deque[float] = field(default_factory=lambda: deque(maxlen=32))
     stalled_since: float | None = None
     ended: Ended | None = None
+    ending_at: float | None = None  # when the end was noticed: the run's clock stops here
+    step_times: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES))
+
+    def elapsed(self, now: float) -> float:
+        """Seconds the run has been watched, up to its end (the clock stops there)."""
+        return (self.ending_at if self.ending_at is not None else now) - self.started
 
     def usual_interval(self) -> float | None:
         """Median wall time between reads that brought a new step line."""
@@ -180,8 +187,10 @@ class WatchSession:
                  clock: Callable[[], float] = time.monotonic, stall_factor: float = 10.0,
                  min_stall: float = 30.0, report_interval: float = 0.2,
                  status_interval: float = 0.5, snapshot: bool = True,
-                 gpus: GpuSampler | None = None) -> None:
+                 gpus: GpuSampler | None = None, html: Path | None = None) -> None:
         self.source = source
+        self.html = html  # where the HTML report goes when the run ends (None: nowhere)
+        self.html_written: Path | None = None
         self.rules = rules if rules is not None else get_rules()
         self.clock = clock
         self.stall_factor = stall_factor
@@ -197,7 +206,10 @@ class WatchSession:
         self.tail: deque[bytes] = deque(maxlen=TAIL)
         self.emitted: dict[str, int] = {}  # signature -> confidence already announced
         self.diagnoses: list[dict[str, Any]] = []  # the current live view, best first
+        self.ruled_out: list[dict[str, Any]] = []  # what the live view ruled out
         self.final_report: dict[str, Any] | None = None
+        # facts -> a History recording the final triage (the CLI sets it; None: no history)
+        self.history: Callable[[dict[str, Any]], Any] | None = None
         self.snapshot: dict[str, Any] | None = None
         self.done = False
         self._last_report = float("-inf")
@@ -248,6 +260,7 @@ class WatchSession:
         if not st.exists or st.dead:
             self._dead, self._quiet_since = st, None
             self._end_reason = "exited" if st.exists else "pane-closed"
+            self.run.ending_at = self.clock()
         elif self._first_command not in SHELLS and st.current_command in SHELLS:
             # a command started from a shell: its end brings the shell back for good
             # (a script's `sh -c 'a; b'` is the foreground only for a moment)
@@ -257,6 +270,7 @@ class WatchSession:
             elif now - self._shell_since >= SHELL_BACK:
                 self._dead, self._quiet_since = st, None
                 self._end_reason = "returned-to-shell"
+                self.run.ending_at = self._shell_since
         else:
             self._shell_since = None
 
@@ -266,6 +280,8 @@ class WatchSession:
             return []
         self._read()
         st = self._dead or PaneStatus(exists=True)
+        if self.run.ending_at is None:
+            self.run.ending_at = self.clock()
         return self._finish(st, reason)
 
     # -- reading --------------------------------------------------------------------
@@ -315,6 +331,7 @@ class WatchSession:
             now = self.clock()
             if r.last_progress is not None:
                 r.intervals.append(now - r.last_progress)
+                r.step_times.append(now - r.last_progress)
             r.last_progress = now
 
     # -- diagnosis ------------------------------------------------------------------
@@ -322,6 +339,9 @@ class WatchSession:
         self._last_report = now
         view = self.live.diagnoses()
         self.diagnoses = [diagnosis_dict(d) for d in view.diagnoses]
+        if view.report is not None:
+            self.ruled_out = [{"signature": x.signature, "because": x.because}
+                              for x in view.report.ruled_out]
         return self._announce(self.diagnoses, final=False)
 
     def _announce(self, diags: list[dict[str, Any]], final: bool) -> list[Event]:
@@ -354,6 +374,7 @@ class WatchSession:
             if quiet < now - r.stalled_since:  # a step arrived after the stall began
                 stalled_for = now - r.stalled_since
                 r.stalled_since = None
+                self._live_fact("run.stalled_s", None)
                 return [Resumed(stalled_for)]
             return []
         limit = self.stall_threshold()
@@ -361,7 +382,19 @@ class WatchSession:
             return []
         r.stalled_since = r.last_progress
         usual = r.usual_interval() or 0.0
-        return [Stalled(quiet, usual, r.step, self.gpus.sample().busy)]
+        # the stall is evidence for the live diagnosis (training-hang's run.stalled_s)
+        self._live_fact("run.stalled_s", round(quiet, 1))
+        self._live_fact("run.step_interval_s", round(usual, 3))
+        events: list[Event] = [Stalled(quiet, usual, r.step, self.gpus.sample().busy)]
+        return events + self._rediagnose(now)
+
+    def _live_fact(self, name: str, value: Any) -> None:
+        facts = self.live.analysis.facts
+        if value is None:
+            facts.pop(name, None)
+        else:
+            facts[name] = value
+        self.live.dirty = True
 
     # -- the end --------------------------------------------------------------------
     def _finish(self, st: PaneStatus, reason: str) -> list[Event]:
@@ -370,7 +403,7 @@ class WatchSession:
             st = self._await_status(st)
         self.source.release()
         self._drain()
-        if st.exists and st.dead:
+        if (st.exists and st.dead) or (not st.exists and self.source.mode == "tmux"):
             events += self._recover()
         final = self.splitter.flush()
         self.live.feed_final(final)
@@ -379,19 +412,18 @@ class WatchSession:
             self.tail.append(final)
         facts = self._snapshot()
         self.source.close(st.dead if st.exists else None, st.exit_status)
-        # what the watcher saw of the process is evidence too (rules: run.exit_status)
-        if st.exit_status is not None:
-            facts["run.exit_status"] = st.exit_status
-        if st.signal:
-            facts["run.signal"] = st.signal
+        facts.update(self.run_facts(st, reason))
         report = self._full_triage(facts)
         if report is not None:
             self.final_report = report
             events += self._announce(report["diagnoses"], final=True)
+        if self.html_written is not None:
+            events.append(Notice(f"HTML report: {self.html_written}"))
         exit_status = st.exit_status
         if exit_status is None and st.signal:
             exit_status = -_signum(st.signal)
-        ended = Ended(exit_status, self.live.lines, str(self.source.capture), st.signal, reason)
+        ended = Ended(exit_status, self.live.lines, str(self.source.capture), st.signal, reason,
+                      st.status_from)
         self.run.ended = ended
         events.append(ended)
         if report is not None:
@@ -400,10 +432,35 @@ class WatchSession:
         self.done = True
         return events
 
+    def run_facts(self, st: PaneStatus, reason: str) -> dict[str, Any]:
+        """What the watcher saw of the run, as facts for the rules (triage.vocabulary's
+        RUN_FACTS): how the process ended, that the pane's output (stdout and stderr
+        alike) was captured, and the run's rhythm."""
+        r = self.run
+        end = r.ending_at if r.ending_at is not None else self.clock()
+        facts: dict[str, Any] = {"run.duration_s": round(end - r.started, 1)}
+        if st.exit_status is not None:
+            facts["run.exit_status"] = st.exit_status
+        if st.signal:
+            facts["run.signal"] = st.signal
+        if self.source.mode == "tmux":
+            # pipe-pane gets every byte the pane's terminal got: stdout and stderr
+            facts["run.stderr_captured"] = True
+            facts["run.pane_died"] = reason in ("exited", "pane-closed", "returned-to-shell")
+        if r.last_output is not None:
+            facts["run.since_output_s"] = round(max(0.0, end - r.last_output), 1)
+        usual = r.usual_interval()
+        if usual is not None:
+            facts["run.step_interval_s"] = round(usual, 3)
+        if r.stalled_since is not None:
+            facts["run.stalled_s"] = round(end - r.stalled_since, 1)
+        return facts
+
     def _await_status(self, st: PaneStatus) -> PaneStatus:
         """tmux can mark a pane dead (pty closed) a moment before it has reaped the
-        process and knows its exit status (longer on a loaded machine)."""
-        deadline = time.monotonic() + 5.0
+        process and knows its exit status; the zombie's /proc entry (capture.py) usually
+        tells at once, so this wait is short and runs off the UI thread."""
+        deadline = time.monotonic() + STATUS_WAIT
         while time.monotonic() < deadline:
             time.sleep(0.05)
             now = self.source.status()
@@ -460,11 +517,29 @@ class WatchSession:
 
         if not self.source.capture.exists():
             return None
+        # the crash history (triage.history): set by the CLI, None with --no-history
+        history = self.history(facts) if self.history is not None else None
         try:
-            rep = analyze([str(self.source.capture)], rules=self.rules, facts=facts)
+            rep = analyze([str(self.source.capture)], rules=self.rules, facts=facts,
+                          recall=history.recall if history is not None else None)
         except TriageError:
             return None
+        if history is not None:
+            rep = history.finish(rep)
+        if self.html is not None:
+            self._write_html(rep)
         return report_dict(rep)
+
+    def _write_html(self, rep: Any) -> None:
+        """The same page as `triage logs --format html`, for the run that just ended."""
+        from triage.report import render_to_string
+
+        try:
+            self.html.write_text(render_to_string(rep, "html"), encoding="utf-8")  # type: ignore[union-attr]
+        except (OSError, TriageError) as e:
+            sys.stderr.write(f"triage: watch: no HTML report: {e}\n")
+            return
+        self.html_written = self.html
 
     # -- views ----------------------------------------------------------------------
     def gpu_sample(self) -> GpuSample:

@@ -6,7 +6,8 @@ A scenario module defines, at its top level and with the standard library only:
     command(ctx) -> argv            the run (failing, or fix when ctx.fix)
     reproduced(run) -> bool         the failure really happened
     optional: setup(ctx) -> [argv], env(ctx) -> {}, TIMEOUT_S, RSS_LIMIT_MIB,
-              FSIZE_LIMIT_BYTES, SHELL, snapshot_python(ctx)
+              FSIZE_LIMIT_BYTES, SHELL, snapshot_python(ctx),
+              cannot_reproduce(ctx) -> reason or None (the failure needs other releases)
 
 Payload code that needs torch or transformers imports them inside functions that only
 run in the scenario's subprocess; triage itself never imports them, nor dflash_runtime.

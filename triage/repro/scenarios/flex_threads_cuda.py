@@ -8,9 +8,8 @@ the story. On releases without the compile-session flag (2.11 in the story) one
 thread's compile-time FX tracing makes another thread's compiled call raise `Detected
 that you are using FX to symbolically trace a dynamo-optimized function`. torch 2.13
 holds a process-global compile flag that hides the FX flag during any compile
-(shared/reference/fx-race.md): there this run is expected to pass, and `triage repro`
-reports "not reproduced" for it, which itself tells which kind of torch you have. The
-CPU scenario `fx-tracing-flag-race` reproduces the race deterministically on any release.
+(shared/reference/fx-race.md): there the scenario says it cannot reproduce and why, as
+the CPU scenario `fx-tracing-flag-race` (the same placement on CPU) does.
 
 Fix: `--warmup-compile` (compile once before the threads start). Not run on CPU.
 """
@@ -19,8 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from triage.repro.scenarios.fx_tracing_flag_race import cannot_reproduce
+
 if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
+
+__all__ = ["cannot_reproduce", "command", "reproduced"]
 
 NAME = "flex-threads-cuda"
 EXPECTED = "fx-tracing-flag-race"

@@ -1,31 +1,34 @@
-"""fx-tracing-flag-race: drafter threads call a compiled flex_attention while another
-thread traces with torch.fx.
+"""fx-tracing-flag-race: the story's configuration of dflash_runtime, on a cold compile
+cache, where drafter threads compile flex_attention while the others call it.
 
-Failing configuration (the story's shape on one CPU): three drafter threads share one
-`torch.compile(flex_attention)` and compile it in their own threads (no warm-up before
-they start). Drafter 0 then traces a module with `torch.fx.symbolic_trace`, which sets
-the process-global `torch.fx._symbolic_trace._is_fx_tracing_flag` for the whole trace;
-drafters 1 and 2 call the already compiled flex_attention meanwhile, and the wrapper of
-every compiled function (`torch/_dynamo/eval_frame.py`) sees the flag and raises
+Failing configuration (the story's, on CPU): `python -m dflash_runtime train --preset
+tiny --attention flex --targets 2 --drafters 3 --no-warmup-compile --pad-multiple 16`
+with an empty TORCHINDUCTOR_CACHE_DIR. Two target threads load and feed three drafter
+threads; each drafter compiles the process-wide `torch.compile(flex_attention)` in its
+own thread the first time it meets a batch shape, and the bucketing makes two shapes
+(widths 48 and 64), so one drafter compiles a new shape while the others call the
+compiled one. On torch releases without the compile-session flag (2.11 in the story),
+a compile traces with FX (make_fx), which sets the process-global
+`torch.fx._symbolic_trace._is_fx_tracing_flag`; the wrapper of the compiled function
+(`torch/_dynamo/eval_frame.py`) in another drafter thread sees it and raises
 `RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized
-function`. The overlap is made certain with events, not luck: the traced module's
-forward waits (while the flag is set) until the other drafters have made their call.
-On releases without the compile-session flag (2.11 in the story) a compile's own FX
-tracing in one thread does the same to the others; torch 2.13 clears
-`is_fx_symbolic_tracing()` for the duration of any compile
-(shared/reference/fx-race.md), so the explicit symbolic_trace stands in for it here.
+function`, which the runtime re-raises from its main thread.
 
-Fix: compile and warm up flex_attention, and do the FX tracing, once on the main thread
-before the drafter threads start; the threads then only call the compiled function.
-(The traced forward waits only while drafter threads run: with none running there is
-nothing to overlap with.)
+torch releases that hold `torch.compiler._compile_session_context()` for the whole of a
+compile (2.13 has it; the check reads the installed `torch/_dynamo/convert_frame.py`)
+make `is_fx_symbolic_tracing()` false in every thread while any compile runs, so the
+window is closed (shared/reference/fx-race.md). There the scenario says it cannot
+reproduce and why, instead of forcing the error some other way; `--python` runs it with
+an interpreter that has an older torch.
 
-Run alone: `python fx_tracing_flag_race.py [--fix]` (torch >= 2.5 for flex_attention).
+Fix (the story's): `--warmup-compile`: compile flex_attention for every batch shape the
+bucketing produces, once, on the main thread before the drafter threads start.
 """
 
 from __future__ import annotations
 
-import sys
+import json
+import subprocess
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,125 +37,70 @@ if TYPE_CHECKING:
 NAME = "fx-tracing-flag-race"
 EXPECTED = "fx-tracing-flag-race"
 DEVICE = "cpu"
-SUMMARY = ("3 drafter threads call a compiled flex_attention while drafter 0 FX-traces "
-           "(torch.fx.symbolic_trace, made to overlap with events)")
-FAILURE = ("torch.compile(flex_attention) compiled inside the drafter threads; one thread "
-           "FX-traces while the others call the compiled function")
-FIX = "compile, warm up and trace once on the main thread before the drafter threads start"
-TIMEOUT_S = 110.0
+SUMMARY = ("dflash_runtime, the story's placement (2 targets, 3 drafter threads, flex on a cold "
+           "compile cache, 2 batch shapes): a compile in one thread, a call in another "
+           "(torch without the compile-session flag)")
+FAILURE = ("`python -m dflash_runtime train --attention flex --targets 2 --drafters 3 "
+           "--no-warmup-compile --pad-multiple 16`, empty TORCHINDUCTOR_CACHE_DIR")
+FIX = ("--warmup-compile: compile flex_attention for every batch shape on one thread before "
+       "the drafter threads start")
+TIMEOUT_S = 300.0  # two CPU compiles of flex_attention (about 30 s each) and 6 steps
 
-# One fixed shape keeps the run to one flex_attention compile (about 10-20 s on CPU).
-BATCH, HEADS, SEQ, DIM = 1, 2, 128, 16
-DRAFTERS = 3
-CALLS = 4  # compiled calls per drafter thread
+# The interpreter's torch version, and whether its compiler holds the compile-session
+# flag; read from the files, without importing torch (seconds saved, nothing to fail).
+_PROBE = r"""
+import importlib.metadata as m, importlib.util as u, json, pathlib
+spec = u.find_spec("torch")
+src = ""
+if spec is not None and spec.origin:
+    p = pathlib.Path(spec.origin).parent / "_dynamo" / "convert_frame.py"
+    src = p.read_text(errors="replace") if p.is_file() else ""
+try:
+    v = m.version("torch")
+except m.PackageNotFoundError:
+    v = None
+print(json.dumps({"torch": v, "session_flag": "_compile_session_context" in src}))
+"""
+
+
+def torch_state(python: str) -> dict[str, object]:
+    """{"torch": version or None, "session_flag": bool} of `python`'s torch."""
+    try:
+        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True,
+                             timeout=60, check=True)
+        return dict(json.loads(out.stdout))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {"torch": None, "session_flag": False}
+
+
+def cannot_reproduce(ctx: Context) -> str | None:
+    """Why this interpreter cannot show the race (None: it can)."""
+    state = torch_state(ctx.python)
+    if state["torch"] is None:
+        return f"{ctx.python} has no torch (pip install -e '.[runtime]')"
+    if state["session_flag"]:
+        return (f"cannot reproduce on torch {state['torch']}: its compiler holds "
+                "torch.compiler._compile_session_context() for the whole of every compile "
+                "(torch/_dynamo/convert_frame.py), so is_fx_symbolic_tracing() is false in "
+                "every thread while any compile runs and a compile's FX tracing no longer "
+                "trips another thread's compiled call; run it with --python PATH of an "
+                "interpreter whose torch lacks that flag (2.11, the story's)")
+    return None
+
+
+def env(ctx: Context) -> dict[str, str]:
+    """A cold compile cache of the run's own, as on the story's first run."""
+    return {"TORCHINDUCTOR_CACHE_DIR": str(ctx.workdir / "inductor-cache")}
 
 
 def command(ctx: Context) -> list[str]:
-    """Run this file with the scenario's interpreter."""
-    return [ctx.python, __file__, *(["--fix"] if ctx.fix else [])]
+    """The runtime in the story's placement; only the warm-up differs."""
+    return [ctx.python, "-m", "dflash_runtime", "train", "--preset", "tiny", "--attention", "flex",
+            "--targets", "2", "--drafters", "3", "--pad-multiple", "16", "--steps", "6",
+            "--eval-prompts", "0", "--cpu-threads", "2",
+            "--warmup-compile" if ctx.fix else "--no-warmup-compile"]
 
 
 def reproduced(run: Run) -> bool:
-    """The process died of the nested-FX-trace RuntimeError."""
+    """The runtime died of the nested-FX-trace RuntimeError raised in a drafter thread."""
     return not run.ok and run.has("symbolically trace a dynamo-optimized function")
-
-
-def main(fix: bool) -> int:
-    """The drafter threads, in the failing or the fixed order."""
-    import threading
-    import time
-
-    import torch
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-
-    def say(text: str) -> None:
-        # One write per line: print() writes text and newline separately, and the
-        # threads' lines would interleave.
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-
-    torch.manual_seed(0)
-    say(f"torch {torch.__version__}; {DRAFTERS} drafter threads; fix={fix}")
-
-    def causal(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
-        return q >= kv
-
-    block_mask = create_block_mask(causal, BATCH, None, SEQ, SEQ, device="cpu")
-    q, k, v = (torch.randn(BATCH, HEADS, SEQ, DIM) for _ in range(3))
-    # One process-wide wrapper, as transformers' flex integration keeps.
-    flex = torch.compile(flex_attention, dynamic=False)
-
-    workers_running = threading.Event()
-    tracing = threading.Event()
-    called = [threading.Event() for _ in range(DRAFTERS)]
-    warm = [threading.Event() for _ in range(DRAFTERS)]
-
-    class MaskPrep(torch.nn.Module):
-        """What drafter 0 traces. Its forward runs while the global FX flag is set."""
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            if workers_running.is_set():
-                tracing.set()
-                # Hold the trace open until the other drafters have called flex (or 30 s).
-                for j in range(1, DRAFTERS):
-                    called[j].wait(timeout=30)
-            return x * 2
-
-    def fx_trace(who: str) -> None:
-        say(f"{who}: torch.fx.symbolic_trace(MaskPrep)...")
-        gm = torch.fx.symbolic_trace(MaskPrep())
-        say(f"{who}: traced {len(list(gm.graph.nodes))} nodes")
-
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def drafter(j: int) -> None:
-        try:
-            if not fix:
-                say(f"Compiling flex_attention... (drafter {j}, in its thread)")
-            out = flex(q, k, v, block_mask=block_mask)  # compiles here without the fix
-            warm[j].set()
-            if not fix and j == 0:
-                for other in warm[1:]:
-                    other.wait(timeout=60)
-                fx_trace("drafter 0")
-                return
-            if not fix:
-                tracing.wait(timeout=60)  # call while drafter 0 is inside the trace
-            for step in range(1, CALLS + 1):
-                if stop.is_set():
-                    return
-                out = flex(q, k, v, block_mask=block_mask)
-                if step == 1:
-                    called[j].set()
-                say(f"drafter {j} step {step} out {float(out.abs().mean()):.4f}")
-        except BaseException as e:  # re-raised by the main thread, with this traceback
-            errors.append(e)
-            stop.set()
-        finally:
-            called[j].set()
-            warm[j].set()
-
-    t0 = time.perf_counter()
-    if fix:
-        say("Compiling flex_attention...")
-        flex(q, k, v, block_mask=block_mask)
-        say(f"Compiled flex_attention in {time.perf_counter() - t0:.1f}s")
-        fx_trace("main")
-    threads = [threading.Thread(target=drafter, args=(j,), name=f"drafter-{j}")
-               for j in range(DRAFTERS)]
-    say(f"Starting {DRAFTERS} drafter threads...")
-    workers_running.set()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    say(f"done: {DRAFTERS} drafters x {CALLS} compiled calls in "
-          f"{time.perf_counter() - t0:.1f}s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main("--fix" in sys.argv[1:]))
