@@ -170,7 +170,6 @@ def test_cli_takes_corpus_real_with_its_thresholds(capsys: pytest.CaptureFixture
 GOALS = {"top1_min": 0.95, "top3_min": 0.98, "benign_min": 0.95}
 
 
-@pytest.mark.xfail(strict=False, reason="tuning in progress")
 def test_corpus_real_meets_the_goals() -> None:
     results, s = acc.score(REAL, **GOALS)
     misses = "\n".join(f"{r.path}: want {r.expected}, got {r.diagnoses[:3]}"
