@@ -32,6 +32,7 @@ case "${1:-}" in
   *) echo "usage: bash bench/gpu_check.sh [--dry-run]" >&2; exit 2 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
 OUT=${OUT:-$ROOT/gpu-out}
 PY=${PYTHON:-python3}
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
@@ -82,7 +83,6 @@ fi
 
 mkdir -p "$OUT"
 export OUT PY
-cd "$ROOT"
 log() { echo "$*" >> "$OUT/summary.txt"; }
 
 # Run one step's command in a new process group (setsid); when its budget is spent,

@@ -142,8 +142,9 @@ def generate(path: Path, mib: int, shape: str) -> None:
         f.write(cascade)
 
 
-def timed(cmd: list[str]) -> tuple[float, int, int, bytes]:
-    """Wall seconds, peak RSS (MiB), exit code and stdout of one command."""
+def timed(cmd: list[str]) -> tuple[float, float, int, int, bytes]:
+    """Wall seconds, CPU seconds (user + system: steadier than wall on a shared machine),
+    peak RSS (MiB), exit code and stdout of one command."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
@@ -151,7 +152,8 @@ def timed(cmd: list[str]) -> tuple[float, int, int, bytes]:
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        return wall, usage.ru_maxrss // 1024, proc.returncode, out.read()
+        cpu = usage.ru_utime + usage.ru_stime
+        return wall, cpu, usage.ru_maxrss // 1024, proc.returncode, out.read()
 
 
 SHAPES = ("steps", "ranks-logging", "warning", "timestamped", "long-line", "folder")
@@ -182,8 +184,8 @@ def main() -> int:
         (sh, Path(tempfile.gettempdir()) / f"triage-bench-{sh}-{args.mib}mib.log")
         for sh in (args.shape or SHAPES)]
     print(f"patterns: {sum(1 for _ in pats.open())}; best of {args.repeat}")
-    print(f"{'shape':14s} {'MiB':>5s} {'command':20s} {'wall s':>7s} {'MB/s':>6s} "
-          f"{'peak RSS MiB':>12s} {'x grep':>6s} rc  top diagnosis")
+    print(f"{'shape':14s} {'MiB':>5s} {'command':20s} {'wall s':>7s} {'cpu s':>6s} {'MB/s':>6s} "
+          f"{'peak RSS MiB':>12s} {'x grep':>6s} {'cpu x':>6s} rc  top diagnosis")
     for shape, log in logs:
         if not log.exists():
             print(f"generating {log} ...", file=sys.stderr)
@@ -199,11 +201,12 @@ def main() -> int:
         for name, cmd in cmds.items():
             best = min((timed(cmd) for _ in range(args.repeat)), key=lambda x: x[0])
             rows.append((name, *best))
-        grep_wall = rows[0][1]
-        for name, wall, rss, rc, out in rows:
+        grep_wall, grep_cpu = rows[0][1], rows[0][2]
+        for name, wall, cpu, rss, rc, out in rows:
             verdict = top(out) if name.startswith("triage") else ""
-            print(f"{shape:14s} {size:5.0f} {name:20s} {wall:7.2f} {size / wall:6.0f} {rss:12d} "
-                  f"{wall / grep_wall:6.2f} {rc:2d}  {verdict}", flush=True)
+            print(f"{shape:14s} {size:5.0f} {name:20s} {wall:7.2f} {cpu:6.2f} {size / wall:6.0f} "
+                  f"{rss:12d} {wall / grep_wall:6.2f} {cpu / max(grep_cpu, 1e-3):6.2f} {rc:2d}  "
+                  f"{verdict}", flush=True)
     return 0
 
 

@@ -39,6 +39,7 @@ instant right before its write.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -212,6 +213,8 @@ def bench_latency_tmux(trials: int) -> list[float]:
 
 STORY = Path(__file__).resolve().parent.parent / "tests" / "watch" / "scripts" / "story_steps.py"
 CUT = b"Target 0 on cuda:0... T"
+BUSY = ("import time\nfor i in range(10**9):\n print(f'step {i} loss 2.0 tok/s 21000', "
+        "flush=True)\n time.sleep(0.002)")
 
 
 def bench_exit_status(deaths: int, load: int) -> dict:
@@ -226,10 +229,15 @@ def bench_exit_status(deaths: int, load: int) -> dict:
     tm = ["tmux", "-L", sock, "-f", "/dev/null"]
     subprocess.run([*tm, "new-session", "-d", "-s", "keep", "sleep 3600"], check=True)
     known, sources, worst = 0, {"tmux": 0, "proc": 0}, 0.0
+    busy = d / "busy.py"
+    busy.write_text(BUSY)
     try:
         for i in range(deaths):
-            subprocess.run([*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}",
-                            f"{PY} {STORY} 3 0.05"], check=True)
+            # half the panes die quiet (the story: a cut line, then waiting), half while
+            # printing (tmux 3.3a then loses the status most often)
+            cmd = f"{PY} {STORY} 3 0.05" if i % 2 == 0 else f"{PY} {busy}"
+            subprocess.run([*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}", cmd],
+                           check=True)
             cap = d / f"cap{i}.log"
             s = WatchSession(TmuxSource(f"keep:w{i}", cap, socket=sock), snapshot=False,
                              status_interval=0.1)
@@ -238,7 +246,8 @@ def bench_exit_status(deaths: int, load: int) -> dict:
             killed_at = None
             while not s.done and time.monotonic() < deadline:
                 s.poll()
-                if killed_at is None and cap.exists() and CUT in cap.read_bytes():
+                if killed_at is None and cap.exists() and (
+                        CUT in cap.read_bytes() or cap.stat().st_size > 20_000):
                     pid = int(subprocess.run([*tm, "display", "-p", "-t", f"keep:w{i}",
                                               "#{pane_pid}"], capture_output=True,
                                              text=True).stdout.strip())
@@ -249,7 +258,8 @@ def bench_exit_status(deaths: int, load: int) -> dict:
                 worst = max(worst, time.monotonic() - killed_at)
             if s.run.ended is not None and s.run.ended.signal == "SIGKILL":
                 known += 1
-                sources[s.run.ended.status_from or "tmux"] += 1
+                sources[s.run.ended.status_from or "unknown"] = sources.get(
+                    s.run.ended.status_from or "unknown", 0) + 1
             if not s.done:
                 s.stop()
     finally:
@@ -301,7 +311,7 @@ def bench_frame_gap(trials: int) -> dict:
                 await pilot.pause(0.3)
                 done = time.monotonic()
                 ts = [killed] + [t for t in ticks if killed <= t <= done] + [done]
-                gaps.append(max(b - a for a, b in zip(ts, ts[1:], strict=False)))
+                gaps.append(max(b - a for a, b in itertools.pairwise(ts)))
                 ended = session.run.ended
                 signals.append(ended.signal if ended else None)
         finally:
@@ -319,46 +329,58 @@ HOOK = "cat > /dev/null; date +%s.%N >> {out}"
 
 def bench_tui_cpu(seconds: float) -> dict:
     """The TUI in a real terminal (a tmux pane): CPU share at 10 lines/s and at 1 MB/s,
-    and the time from the FX error line to its --on-diagnosis hook."""
+    and the time from the FX error line to its --on-diagnosis hook; `tail -f` in the
+    same pane size is what a user would watch instead."""
     if shutil.which("tmux") is None:
         return {"skipped": "tmux is not installed"}
     out: dict = {}
     for name, rate_lines, rate_bytes in (("10_lines_s", 10, None), ("1_mb_s", None, 1e6)):
-        d = Path(tempfile.mkdtemp(prefix="bench-tui-"))
-        log, hook_out = d / "train.log", d / "hook.txt"
-        log.write_bytes(b"")
-        sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
-        tm = ["tmux", "-L", sock, "-f", "/dev/null"]
-        cmd = (f"{PY} -m triage watch {log} --no-snapshot "
-               f"--on-diagnosis '{HOOK.format(out=hook_out)}'")
-        subprocess.run([*tm, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", cmd],
-                       check=True)
-        try:
-            pid = int(subprocess.run([*tm, "display", "-p", "-t", "tui", "#{pane_pid}"],
-                                     capture_output=True, text=True).stdout.strip())
-            time.sleep(3.0)  # imports, rules, first frame
-            if rate_bytes is not None:
-                stream(log, rate_bytes, 1.0, False)
-            else:
-                _slow(log, rate_lines, 1.0, 1)
-            c0, t0 = cpu_seconds(pid), time.monotonic()
-            if rate_bytes is not None:
-                err_t = stream(log, rate_bytes, seconds, False, error_at=seconds / 2)
-            else:
-                err_t = _slow(log, rate_lines, seconds, 10_000, error_at=seconds / 2)
-            time.sleep(0.3)
-            c1, t1 = cpu_seconds(pid), time.monotonic()
-            try:
-                hook_t = float(hook_out.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                hook_t = None
-            out[name] = {"cpu_share": round((c1 - c0) / (t1 - t0), 4),
-                         "diagnosis_latency_s": round(hook_t - err_t, 3)
-                         if hook_t is not None and err_t is not None else None}
-        finally:
-            subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
-            shutil.rmtree(d, ignore_errors=True)
+        out[name] = _pane_cpu(seconds, rate_lines, rate_bytes, tui=True)
+        out[name]["tail_f_cpu_share"] = _pane_cpu(seconds, rate_lines, rate_bytes,
+                                                  tui=False)["cpu_share"]
     return out
+
+
+def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, *,
+              tui: bool) -> dict:
+    """CPU share of the process in a 120x40 pane (the TUI or `tail -f`) while the log
+    grows at the given rate; for the TUI, the FX error's --on-diagnosis latency too."""
+    d = Path(tempfile.mkdtemp(prefix="bench-tui-"))
+    log, hook_out = d / "train.log", d / "hook.txt"
+    log.write_bytes(b"")
+    sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
+    tm = ["tmux", "-L", sock, "-f", "/dev/null"]
+    cmd = (f"{PY} -m triage watch {log} --no-snapshot "
+           f"--on-diagnosis '{HOOK.format(out=hook_out)}'" if tui else f"tail -f {log}")
+    subprocess.run([*tm, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", cmd],
+                   check=True)
+    try:
+        pid = int(subprocess.run([*tm, "display", "-p", "-t", "tui", "#{pane_pid}"],
+                                 capture_output=True, text=True).stdout.strip())
+        time.sleep(3.0 if tui else 0.5)  # imports, rules, first frame
+        if rate_bytes is not None:
+            stream(log, rate_bytes, 1.0, False)
+        else:
+            _slow(log, rate_lines or 10, 1.0, 1)
+        c0, t0 = cpu_seconds(pid), time.monotonic()
+        if rate_bytes is not None:
+            err_t = stream(log, rate_bytes, seconds, False, error_at=seconds / 2)
+        else:
+            err_t = _slow(log, rate_lines or 10, seconds, 10_000, error_at=seconds / 2)
+        time.sleep(0.3)
+        c1, t1 = cpu_seconds(pid), time.monotonic()
+        try:
+            hook_t: float | None = float(hook_out.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            hook_t = None
+        res: dict = {"cpu_share": round((c1 - c0) / (t1 - t0), 4)}
+        if tui:
+            res["diagnosis_latency_s"] = (round(hook_t - err_t, 3)
+                                          if hook_t is not None and err_t is not None else None)
+        return res
+    finally:
+        subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _slow(path: Path, per_s: int, seconds: float, first: int,

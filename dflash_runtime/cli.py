@@ -16,7 +16,7 @@ import torch
 from dflash_runtime.checkpoint import TrainState, load_checkpoint, read_resume, save_checkpoint
 from dflash_runtime.config import PRESETS, Config, preset
 from dflash_runtime.data import eval_prompts, make_loader
-from dflash_runtime.decode import evaluate
+from dflash_runtime.decode import evaluate, measure_speedup
 from dflash_runtime.drafter import Drafter
 from dflash_runtime.placement import (
     Placement,
@@ -170,10 +170,18 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.load:
         step = load_checkpoint(args.load, drafter)
         print(f"Loaded drafter from {args.load} (step {step})", flush=True)
-    tau, same = evaluate(targets[0], drafter, eval_prompts(cfg, cfg.seed), cfg, check_greedy=True)
+    prompts = eval_prompts(cfg, cfg.seed)
+    tau, same = evaluate(targets[0], drafter, prompts, cfg, check_greedy=True)
     print(f"acceptance_length {tau:.3f} greedy_match={same}", flush=True)
+    speed = measure_speedup(targets[0], drafter, prompts, cfg)
+    if speed:
+        print(
+            f"speedup {speed['speedup']:.2f} (target greedy {speed['greedy_tok_s']:.0f} tok/s, "
+            f"speculative {speed['speculative_tok_s']:.0f} tok/s, both with KV cache)",
+            flush=True,
+        )
     if args.summary:
-        out = {"acceptance_length": tau, "greedy_match": same, "device": device}
+        out = {"acceptance_length": tau, "greedy_match": same, "device": device, **speed}
         Path(args.summary).write_text(json.dumps(out, indent=2) + "\n")
     return 0 if same else 1
 

@@ -6,6 +6,7 @@ what the alternation finds; the noise corpus lint names unselective literals."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -205,3 +206,20 @@ def test_noise_lint_passes_a_common_literal_with_a_selective_regex(tmp_path):
 
     rules = load_rules([d], include_default=False)
     assert noise_selectivity(rules, include_structure=False) == []
+
+
+def test_fast_path_metric_series_covers_the_whole_run(tmp_path):
+    """The loss curve of a big log read on the fast path has points all along the run,
+    not only from its head and tail."""
+    p = tmp_path / "train.log"
+    n = 90_000  # about 6 MiB
+    p.write_bytes(b"".join(f"step {i} loss {3.0 - i * 1e-5:.5f} acc 0.61 tok/s 21512 lr 3.0e-4 "
+                           f"pad {'x' * 20}\n".encode() for i in range(1, n + 1)))
+    rep = analyze([str(p)])
+    assert any("Fast scan" in x for x in rep.notes)
+    steps = sorted(x for s in rep.series if s.name == "loss" for x, _y in s.points)
+    assert steps and steps[0] < 300 and steps[-1] > n - 300
+    middle = [x for x in steps if n * 0.2 < x < n * 0.8]
+    assert len(middle) >= 4  # 1 MiB apart: about six samples in all
+    gaps = [b - a for a, b in itertools.pairwise(steps)]
+    assert max(gaps) < n / 4

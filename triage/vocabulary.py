@@ -33,6 +33,10 @@ EVENTS: dict[str, frozenset[str]] = {
     "cpp-terminate": frozenset({"type"}),
     # progress stopped: the step counter stands still, or the log went silent
     "stall": frozenset({"silent_s", "step_interval_s", "factor", "last_step", "repeats"}),
+    # structure/series.py: a table's loss column turned non-finite; a loss scale that keeps
+    # falling (halving after halving, no rise between)
+    "nonfinite-loss": frozenset({"metric", "value"}),
+    "loss-scale-falling": frozenset({"scale", "drops"}),
 }
 
 # -- phases and end states --------------------------------------------------------------

@@ -86,6 +86,22 @@ def test_corrupt_store_warns_once(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "not a database" in err
 
 
+def test_locked_store_warns_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds the write lock for longer than triage waits."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    open_store(url).close()
+    holder = sqlite3.connect(tmp_path / "history.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setenv("TRIAGE_HISTORY_TIMEOUT", "0.3")
+    try:
+        err = _assert_unchanged(capsys, ["--history-url", url])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "locked" in err
+
+
 def test_refused_postgres_warns_once(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("psycopg")
     err = _assert_unchanged(capsys, ["--history-url", "postgresql://triage@127.0.0.1:1/triage"])

@@ -85,7 +85,24 @@ def test_story_three_crashes(tmp_path: Path, store_url: str, capsys: pytest.Capt
     assert held["gone"] == first["history"]["fingerprint"]["id"]
     assert held["gone_count"] == 2 and held["now"] == "new"
     note = next(n for n in third["notes"] if "did not recur" in n)
-    assert "the fix held" in note and "new failure" in note and "fx-tracing-flag-race" in note
+    assert f"crash #{second['history']['id']}" in note and "2 crash(es)" in note
+    assert "new failure" in note and "fx-tracing-flag-race" in note
+    # nothing the snapshots show changed between crashes 2 and 3 (the log now has the
+    # error): gone, but no fix is claimed
+    assert held["changed"] == {} and "the fix held" not in note
+
+
+def test_a_fix_that_held(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The failure stops after a change the snapshots show, and the run fails otherwise."""
+    log = tmp_path / "train.log"
+    _crash(log, STORY, 1_800_000_000)
+    _triage(capsys, log, "venv-no-accelerate.json", store_url)
+    _crash(log, RACE, 1_800_000_600)
+    after = _triage(capsys, log, "venv-accelerate-1.13.json", store_url)
+    held = after["history"]["fix_held"]
+    assert held["changed"]["package.accelerate"] == [None, "1.13.0"]
+    note = next(n for n in after["notes"] if "did not recur" in n)
+    assert "after package.accelerate absent -> 1.13.0" in note and "the fix held" in note
 
 
 def test_the_story_in_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

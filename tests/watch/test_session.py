@@ -143,3 +143,63 @@ def test_cli_usage_errors_are_one_line(tmp_path: Path) -> None:
         proc = start_watch(*args, "--no-tui")
         events, err, rc = events_of(proc, timeout=30)
         assert rc == 2 and events == [] and err.count("\n") == 1, (args, err)
+
+
+def test_a_stall_is_a_live_training_hang(tmp_path: Path) -> None:
+    """A stall in step cadence while the process lives is evidence (run.stalled_s): the
+    live view diagnoses training-hang with it, and drops it when steps resume."""
+    log = tmp_path / "run.log"
+    log.write_bytes(b"")
+    clock = Clock()
+    s = WatchSession(FileSource(log), clock=clock, snapshot=False, stall_factor=10,
+                     min_stall=5, report_interval=0)
+    s.start()
+    with log.open("ab") as w:
+        for i in range(1, 11):
+            w.write(b"step %d loss 1.0 tok/s 100\n" % i)
+            w.flush()
+            clock.t += 1.0
+            s.poll()
+        assert not [d for d in s.diagnoses if d["signature"] == "training-hang"]
+        clock.t += 11.0
+        ev = s.poll()
+        found = [e for e in ev if isinstance(e, DiagnosisFound)]
+        assert [e.signature for e in found] == ["training-hang"]
+        hang = found[0].diagnosis
+        assert hang["confidence"] == "likely"
+        assert any(e.get("fact") == "run.stalled_s" for e in hang["evidence"])
+        w.write(b"step 11 loss 1.0\n")
+        w.flush()
+        clock.t += 1.0
+        s.poll()
+        assert not [d for d in s.diagnoses if d["signature"] == "training-hang"]
+
+
+CUT_LOG = "step 1 loss 2.0\nstep 2 loss 1.9\nLoading 5 target models...\nTarget 0 on cuda:0... T"
+
+
+def test_how_the_watched_run_ended_is_reasoned_about() -> None:
+    """The run facts a watcher adds: a SIGKILL with stderr captured leads with the
+    OOM-killer hypothesis and says nothing of stderr not being captured; SIGTERM is
+    killed-by-signal; exit 0 rules out a crash; without the watcher the old note stays."""
+    from triage.engine import analyze_text
+
+    seen = {"run.stderr_captured": True, "run.pane_died": True}
+    kill = analyze_text(CUT_LOG, facts={**seen, "run.signal": "SIGKILL", "run.exit_status": -9})
+    assert kill.diagnoses[0].signature == "host-oom-killed"
+    assert kill.diagnoses[0].evidence[0].fact == "run.signal"
+    assert "truncated-unknown" not in [d.signature for d in kill.diagnoses]
+    assert not any("probably not captured" in n for n in kill.notes)
+    assert any("killed by SIGKILL" in n for n in kill.notes)
+
+    term = analyze_text(CUT_LOG, facts={**seen, "run.signal": "SIGTERM", "run.exit_status": -15})
+    assert term.diagnoses[0].signature == "killed-by-signal"
+
+    ok = analyze_text(CUT_LOG + "\nRuntimeError: CUDA error: out of memory\nstep 3 loss 1.8\n",
+                      facts={**seen, "run.exit_status": 0})
+    assert all(d.confidence.label == "possible" for d in ok.diagnoses)
+    assert any("status 0" in e.text for d in ok.diagnoses for e in d.counter_evidence)
+    assert "truncated-unknown" in [r.signature for r in ok.ruled_out]
+
+    plain = analyze_text(CUT_LOG)
+    assert any("probably not captured" in n for n in plain.notes)

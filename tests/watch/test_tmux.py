@@ -205,3 +205,22 @@ def test_sigkilled_pane_is_evidence_in_the_final_report(tmux: TmuxServer, tmp_pa
     assert "probably not captured" not in notes
     assert "SIGKILL" in notes and "stderr included" in notes
     assert rep["environment"].get("exit signal") == "SIGKILL"
+
+
+def test_a_killed_pane_is_recovered_from_its_last_screen(tmux: TmuxServer, tmp_path: Path) -> None:
+    """`tmux kill-pane` drops what tmux had not yet written to the pipe and the pane with
+    it; the screen seen at the last status poll is then the copy to recover from."""
+    from triage.watch.capture import TmuxPane
+    from triage.watch.session import missing_tail
+
+    tmux.new_session("k", "printf 'step 1 loss 2.0\\nstep 2 loss 1.9\\nTarget 0 on cuda:0... T'; sleep 600")
+    pane = TmuxPane("k", tmp_path / "cap.log", socket=tmux.socket)
+    pane.attach()
+    wait_for(lambda: pane.status().exists and "Target 0" in " ".join(pane.last_screen))
+    tmux.run("kill-pane", "-t", pane.pane_id)
+    assert pane.status().exists is False
+    screen = pane.final_screen()  # the pane is gone: tmux cannot capture it any more
+    assert screen[-3:] == ["step 1 loss 2.0", "step 2 loss 1.9", "Target 0 on cuda:0... T"]
+    # what the capture lacked (here: the cut line) is what recovery appends
+    assert missing_tail(screen, ["step 1 loss 2.0", "step 2 loss 1.9"]) == ["Target 0 on cuda:0... T"]
+    pane.close()

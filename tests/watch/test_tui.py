@@ -208,3 +208,16 @@ async def _tui_on_a_sigkilled_pane(tmux, tmp_path: Path) -> None:
                 break
         else:
             raise AssertionError(f"killed-by-signal not among {seen}")
+
+
+def test_sparklines_are_drawn_on_an_honest_scale() -> None:
+    """From 0 to the top: a ±2.5% wobble of tok/s stays a flat row of full bars, a
+    halving is half the height, and the label says what the top means."""
+    from triage.tui.widgets import spark, spark_text
+
+    wobble = [21000 * (1 + 0.025 * (-1) ** i) for i in range(20)]
+    assert set(spark(wobble, 20)) <= {"▇", "█"}
+    assert spark([2.0, 1.0], 2) == "█▄"
+    assert spark([0.0, 1.0], 2) == " █"
+    assert spark([], 5) == "" and len(spark(list(range(1, 100)), 10)) == 10
+    assert spark_text("tok/s", wobble, 20).plain.startswith("tok/s 20.5k max 21.5k\n")

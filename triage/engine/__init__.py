@@ -143,7 +143,7 @@ def analyze(paths: list[str], *, rules: list[Rule] | None = None,
     elif ingest.skipped_lines:
         notes.append(f"Fast scan: {ingest.skipped_lines} lines without any rule's literal were "
                      f"skipped (engine: {ingest.scanner.engine if ingest.scanner else '-'}); "
-                     "step metrics are sampled from the head and tail.")
+                     "step metrics are sampled (the head, the tail and a few lines every MiB).")
     return a.report(ingest.sources, notes, recall)
 
 

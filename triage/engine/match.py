@@ -185,7 +185,8 @@ class Matcher:
         if c.kind == "code" or c.near is not None:
             self._code_or_near(c, line, ctx, recent, m)
             return
-        self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(line, ctx), _order(line),
+        conf = Confidence.POSSIBLE if phase is not None and phase in rule.hint_in_phase else c.confidence
+        self._add(Finding(c.rule_id, conf, Evidence.from_line(line, ctx), _order(line),
                           c.name or f"match[{c.index}]", line.ts, "line", _groups(m)))
 
     def _code_or_near(self, c: Clause, line: Line, ctx: tuple[str, ...],
@@ -294,6 +295,8 @@ class Matcher:
             if c.type_pattern is not None and not c.type_pattern.search(e.type):
                 continue
             if c.pattern is not None and not c.search(e.message):
+                continue
+            if c.raised_in is not None and not (e.frames and c.raised_in.search(e.frames[-1])):
                 continue
             if c.frames_pattern is not None and not any(
                     c.frames_pattern.search(f) for f in e.frames):

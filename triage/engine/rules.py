@@ -48,9 +48,9 @@ _WILDCARD = regex.compile(r"(?<!\\)\.(?:[*+{])|\[\^[^\]]*\][*+{]")
 
 TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yields", "fallback",
             "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
-            "generic"}
+            "generic", "hint_in_phase"}
 MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "frames", "event", "where", "end_state", "last_phase", "when", "severity", "phase",
+              "frames", "raised_in", "event", "where", "end_state", "last_phase", "when", "severity", "phase",
               "table", "select", "unlisted", "near"}
 # Keys that once meant something (or nothing): rejected with what to write instead.
 RETIRED_KEYS = {
@@ -104,6 +104,8 @@ class Clause:
     select: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unlisted: bool = False
     near: Near | None = None  # line and code clauses: a companion line just before
+    # exception clauses: the innermost frame (where it was raised) matches this
+    raised_in: regex.Pattern[str] | None = None
 
     def owns(self, code: int) -> bool:
         """A code clause: whether `code` is one of the rows it selects."""
@@ -206,6 +208,9 @@ class Rule:
     yields: bool = False
     fallback: bool = False
     generic: bool = False  # names no cause, only the error: stands when no specific rule does
+    # phases in which a line of this rule is only a hint (possible): a rendezvous failure
+    # while training is a side channel's, not the run's start-up
+    hint_in_phase: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     remedies: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
@@ -314,6 +319,7 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
         explains=tuple(_str_list(data, "explains", p)), yields=bool(data.get("yields", False)),
         fallback=bool(data.get("fallback", False)), generic=bool(data.get("generic", False)),
         aliases=tuple(_str_list(data, "aliases", p)),
+        hint_in_phase=_names(data, "hint_in_phase", PHASES, "phase", p, "(rule)"),
         remedies=tuple(_str_list(data, "remedies", p)), checks=tuple(_str_list(data, "checks", p)),
         docs=tuple(_str_list(data, "docs", p)), fire=tuple(fire), quiet=tuple(quiet),
     )
@@ -339,7 +345,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     if kind in ("line", "exception"):
         # an exception clause that names the frames it was raised from is selective by
         # them (anything raised inside torch.save): its literal is optional
-        frames_only = kind == "exception" and "frames" in m and "literal" not in m
+        frames_only = kind == "exception" and ("frames" in m or "raised_in" in m) and "literal" not in m
         literals = () if frames_only else tuple(_literals(m, p, key))
         if kind == "line":
             pattern = _compile(m.get("regex"), p, f"{key}.regex", icase, required=True)
@@ -369,10 +375,15 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     sev = m.get("severity")
     if sev is not None and sev not in SEVERITIES:
         raise RuleError(p, f"{key}.severity", f"must be one of {sorted(SEVERITIES)}")
-    return _code_and_near(
-        Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
-               m.get("event"), where, end_states, last_phases, when, str(m.get("name", "")),
-               sev, phases), m, p, key)
+    clause = Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
+                    m.get("event"), where, end_states, last_phases, when, str(m.get("name", "")),
+                    sev, phases)
+    if "raised_in" in m:
+        if kind != "exception":
+            raise RuleError(p, f"{key}.raised_in", "only an exception clause has frames")
+        clause = replace(clause, raised_in=_compile(m["raised_in"], p, f"{key}.raised_in", False,
+                                                    required=True))
+    return _code_and_near(clause, m, p, key)
 
 
 def _code_and_near(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:

@@ -69,6 +69,7 @@ class History:
         self._same: Record | None = None  # this run's last crash with the same fingerprint
         self._changed: dict[str, list[Any]] = {}
         self._retriaged: Record | None = None  # this very log file, recorded before
+        self._facts_stored: dict[str, Any] | None = None
 
     # -- the store, lazily, and only one warning -------------------------------------
     def store(self) -> Store | None:
@@ -88,12 +89,26 @@ class History:
         self._store = None
 
     def _redact(self, obj: Any) -> Any:
+        """`obj` (JSON data) with secrets masked. One pass over its JSON text: a snapshot
+        holds hundreds of short strings, and the detectors cost per string; should a
+        mask ever break the JSON, each string is redacted on its own instead."""
+        import json
+
         from triage.redact import Redactor
 
-        return Redactor(mode=self.redact_mode).redact_data(obj)
+        text = json.dumps(obj, ensure_ascii=False)
+        masked = Redactor(mode=self.redact_mode).redact(text)
+        if masked == text:
+            return obj
+        try:
+            return json.loads(masked)
+        except ValueError:
+            return Redactor(mode=self.redact_mode).redact_data(obj)
 
     def _redact_text(self, text: str) -> str:
-        return str(self._redact(text))
+        from triage.redact import Redactor
+
+        return Redactor(mode=self.redact_mode).redact(text)
 
     # -- before the final reasoning --------------------------------------------------
     def recall(self, report: Report) -> dict[str, Any]:
@@ -127,7 +142,10 @@ class History:
                                                 if d.get("role") != "consequence"]}}
 
     def _stored_facts(self) -> dict[str, Any]:
-        return dict(self._redact(jsonable(self.facts)))
+        """The facts as stored: JSON, redacted (once: redaction is most of the cost)."""
+        if self._facts_stored is None:
+            self._facts_stored = dict(self._redact(jsonable(self.facts)))
+        return self._facts_stored
 
     # -- after it --------------------------------------------------------------------
     def finish(self, report: Report) -> Report:
@@ -234,9 +252,10 @@ class History:
                               (self.run.key, previous.fingerprint))[0][0])
         seen_before = store.query("run_key = ? AND fingerprint = ? AND id < ?",
                                   (self.run.key, fp.id, rec.id or 0), limit=1)
-        after = f" after {describe_changes(changed)}" if changed else ""
+        # "the fix held" only when the snapshots show what was fixed; else just the fact
+        held = f" after {describe_changes(changed)}: the fix held" if changed else ""
         note = (f"The failure of {previous.name()} ({previous.label}; {gone} crash(es)) "
-                f"did not recur{after}: the fix held.")
+                f"did not recur{held}.")
         if not rec.failed:
             note += " This run ended without a failure."
             status = "none"

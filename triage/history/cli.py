@@ -187,4 +187,4 @@ def _table(title: str, rows: Iterable[dict[str, Any]], keys: tuple[str, ...]) ->
     out = ["", title, "  " + "  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True))]
     for r in rows:
         out.append("  " + "  ".join(str(r[k]).ljust(w) for k, w in zip(keys, widths, strict=True)))
-    return out
+    return [line.rstrip() for line in out]

@@ -58,7 +58,20 @@ LATEST = MIGRATIONS[-1][0]
 COLUMNS = ("recorded_at", "day", "host", "run_key", "run_name", "run_via", "fingerprint",
            "fp_kind", "fp_parts", "label", "signature", "confidence", "failed", "diagnoses",
            "ruled_out", "facts", "sources", "log_id", "command", "triage_version")
-LOCK_WAIT_S = 60.0  # how long a writer waits for the lock before it gives up (and warns)
+# How long a writer waits for a busy store's lock, and a connection for a server, before
+# the triage goes on without the history (one warning). Enough for 64 jobs recording at
+# once; TRIAGE_HISTORY_TIMEOUT (seconds) changes it.
+TIMEOUT_ENV = "TRIAGE_HISTORY_TIMEOUT"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def timeout_s() -> float:
+    """The store's wait, from TRIAGE_HISTORY_TIMEOUT (a bad value: the default)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
 PG_LOCK_KEY = 7_211_802  # pg_advisory_xact_lock: one migration at a time
 STATE_ENV = "XDG_STATE_HOME"
 
@@ -229,14 +242,15 @@ class SqliteStore(Store):
     """The embedded default: one file, WAL mode, safe for many processes at once."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.url = f"sqlite:///{path}"
+        self.path = path.absolute()
+        self.url = f"sqlite://{self.path}"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # autocommit (isolation_level=None): transactions are begun by hand, writes
             # with BEGIN IMMEDIATE so a writer waits for the lock instead of failing
             # half-way through; the timeout is sqlite's busy handler
-            self.conn = sqlite3.connect(str(path), timeout=LOCK_WAIT_S, isolation_level=None)
+            self.wait = timeout_s()
+            self.conn = sqlite3.connect(str(path), timeout=self.wait, isolation_level=None)
         except (OSError, sqlite3.Error) as e:
             raise HistoryError(f"{path}: cannot open ({_why(e)})") from None
         self._retry(self._wal)
@@ -249,8 +263,8 @@ class SqliteStore(Store):
 
     def _retry(self, fn: Any) -> Any:
         """Run `fn`; "locked" and "busy" (which some statements report without waiting,
-        like the switch to WAL) are retried until LOCK_WAIT_S has passed."""
-        deadline = time.monotonic() + LOCK_WAIT_S
+        like the switch to WAL) are retried until the store's wait has passed."""
+        deadline = time.monotonic() + self.wait
         delay = 0.01
         while True:
             try:
@@ -315,7 +329,7 @@ class PostgresStore(Store):
 
     param = "%s"
 
-    def __init__(self, url: str, connect_timeout: int = 5) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
         try:
             import psycopg
@@ -324,7 +338,8 @@ class PostgresStore(Store):
                                "(pip install 'triage[postgres]')") from None
         self._psycopg = psycopg
         try:
-            self.conn = psycopg.connect(url, connect_timeout=connect_timeout, autocommit=True)
+            self.conn = psycopg.connect(url, connect_timeout=max(1, round(timeout_s())),
+                                        autocommit=True)
         except psycopg.Error as e:
             raise HistoryError(f"{self.describe()}: cannot connect ({_why(e)})") from None
 
@@ -384,7 +399,9 @@ def open_store(url: str | None = None) -> Store:
     elif url.startswith(("postgresql://", "postgres://")):
         store = PostgresStore(url)
     elif url.startswith("sqlite:"):
-        store = SqliteStore(Path(re.sub(r"^sqlite:(//)?", "", url)).expanduser())
+        # sqlite:///abs/path, sqlite:////abs/path (SQLAlchemy's spelling), sqlite:rel/path
+        store = SqliteStore(Path(re.sub(r"^/+", "/", re.sub(r"^sqlite:(//)?", "", url)))
+                            .expanduser())
     elif "://" in url:
         raise HistoryError(f"unsupported history URL {url.split('://', 1)[0]}://...: use "
                            "postgresql://... or sqlite:///PATH")

@@ -28,6 +28,11 @@ HEAD_LINES = 200
 HEAD_MIN = 20  # the head kept of each of many files read together
 TAIL_BYTES = 256 << 10
 TAIL_MIN = 16 << 10  # the tail kept of each of many files read together (a rank folder)
+# A few lines read every SAMPLE_BYTES of the body: the metric series (loss, grad norm,
+# tok/s, step time) and the step clock cover the whole run, not its head and tail only,
+# for about 2,000 lines of Python in a 512 MiB log.
+SAMPLE_BYTES = 1 << 20
+SAMPLE_LINES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +150,7 @@ class LiteralScanner:
                 return [s for _i, s, _e in ac.find_matches_as_indexes(buf.lower())]
             # overlapping: a confirm literal's hit must not hide a plain one inside it
             found = ac.find_matches_as_indexes(buf.lower(), overlapping=True)
-            return _confirmed(buf, iter(sorted((s, pats[i]) for i, s, _e in found)))
+            return _confirmed(buf, iter(sorted(((s, pats[i]) for i, s, _e in found), key=_first)))
         return scan
 
     def _build_python(self) -> Callable[[bytes], list[int]]:
@@ -163,7 +168,7 @@ class LiteralScanner:
                     while i >= 0:
                         hits.append((i, pats))
                         i = hay.find(lit, i + 1)
-            hits.sort(key=lambda h: h[0])
+            hits.sort(key=_first)
             return _confirmed(buf, iter(hits)) if checked else [h[0] for h in hits]
         return scan
 
@@ -214,6 +219,10 @@ def _cache_dir() -> Path:
     return Path(base) / "triage"
 
 
+def _first(hit: tuple[int, object]) -> int:
+    return hit[0]
+
+
 def _confirmed(buf: bytes, hits: Iterator[tuple[int, list[re.Pattern[bytes]] | None]]) -> list[int]:
     """The offsets of `hits` (in order) that are plain (no patterns), or whose line one of
     their patterns matches; each line is tried once per pattern list."""
@@ -258,10 +267,11 @@ def native_superset(src: str) -> str | None:
 
     The clean line is the raw one with prefixes peeled, colours stripped and redraws
     resolved (and may split one raw line in several), so anchors and word boundaries go
-    (`^`, `$`, `\A`, `\Z`, `\b`), lookarounds go (each only narrows a match), named and atomic groups become plain ones, possessive quantifiers greedy ones,
-    bounded repeats allow four bytes a character (UTF-8; a wide one is left open, which
-    compiles in milliseconds where the bound costs hyperscan seconds), and `\s`/`\w`/
-    `[^...]` never cross a newline. The rest is the same syntax in the three engines.
+    (`^`, `$`, `\A`, `\Z`, `\b`), lookarounds go (each only narrows a match), named and
+    atomic groups become plain ones, possessive quantifiers greedy ones, bounded repeats
+    allow four bytes a character (UTF-8; a wide one is left open, which compiles in
+    milliseconds where the bound costs hyperscan seconds), and `\s`/`\w`/`[^...]` never
+    cross a newline. The rest is the same syntax in the three engines.
     """
     out: list[str] = []
     i, n = 0, len(src)
@@ -417,15 +427,18 @@ class Gap:
 
 
 def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = BEFORE,
-            after: int = AFTER, head: int = HEAD_LINES,
-            tail_bytes: int = TAIL_BYTES) -> Iterator[RawLine | Gap]:
-    """Yield the lines around literal hits (and the head and the tail), in order,
-    with their true line numbers, and a `Gap` where lines were skipped.
+            after: int = AFTER, head: int = HEAD_LINES, tail_bytes: int = TAIL_BYTES,
+            sample_bytes: int = SAMPLE_BYTES,
+            sample_lines: int = SAMPLE_LINES) -> Iterator[RawLine | Gap]:
+    """Yield the lines around literal hits (and the head, the tail, and `sample_lines`
+    lines after every `sample_bytes` of input), in order, with their true line numbers,
+    and a `Gap` where lines were skipped.
 
     Memory: two chunks (one of lookahead, to know where the tail starts) plus the
     carried partial line.
     """
     emitted = 0  # last line number emitted
+    data_pos = 0  # offset in the input of `data`'s first byte
     base = 0  # line number of the last line before `data`
     pending_after = head  # lines still to emit from the start of the next data
     carry = b""  # partial last line of the previous chunk
@@ -455,6 +468,9 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
             cap = None
         data, carry = buf[:cut], buf[cut:]
         spans = _spans(data, scanner, before, after)
+        if sample_lines and sample_bytes:
+            spans.extend(_samples(data, data_pos, sample_bytes, sample_lines))
+        data_pos += len(data)
         if pending_after:
             spans.append((0, _forward(data, 0, pending_after)))
             pending_after = 0
@@ -513,6 +529,20 @@ def _spans(data: bytes, scanner: LiteralScanner, before: int, after: int) -> lis
         spans.append((start, end))
         last_end = end
     return spans
+
+
+def _samples(data: bytes, pos: int, every: int, n: int) -> list[tuple[int, int]]:
+    """Spans of the `n` whole lines after each multiple of `every` in the input that falls
+    inside `data` (which starts at input offset `pos`)."""
+    out: list[tuple[int, int]] = []
+    k = -(-pos // every) * every  # the first multiple at or after pos
+    while k < pos + len(data):
+        if k:  # offset 0 is the head's
+            start = data.find(b"\n", k - pos) + 1
+            if start:
+                out.append((start, _forward(data, start, n)))
+        k += every
+    return out
 
 
 def _backward(data: bytes, pos: int, n: int) -> int:

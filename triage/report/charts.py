@@ -144,7 +144,9 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
         outlines: list[list[tuple[float, float]]] = []
         for row, s in enumerate(spans):
             start = x_of(s.first_line, s.first_ts)
-            end = max(x_of(s.last_line, s.last_ts), start)
+            end = x_of(s.last_line, s.last_ts)
+            if end <= start:
+                end = start + 0.5  # a rank that printed one line is still a visible mark
             cuts = [("start", start)]
             cuts += [(phase, max(x_of(line, ts), start)) for phase, line, ts in s.phases]
             lo, hi = row - bar_h / 2, row + bar_h / 2
@@ -152,7 +154,7 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
                 stop = min(cuts[i + 1][1], end) if i + 1 < len(cuts) else end
                 if stop > begin:
                     bars.setdefault(phase, []).append(_rect(begin, stop, lo, hi))
-            outlines.append(_rect(start, end if end > start else start + 0.5, lo, hi))
+            outlines.append(_rect(start, end, lo, hi))
         for phase, rects in sorted(bars.items(), key=lambda kv: kv[0] != "start"):
             ax.add_collection(PolyCollection(rects, facecolors=PHASE_COLORS.get(phase, START_COLOR),
                                              edgecolors="none", label=phase, gid=f"phase-{phase}"))
@@ -197,7 +199,8 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
         ax.set_title(f"Rank timeline ({n} {'stream' if n == 1 else 'streams'})")
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.08)
-        fig.legend(loc="outside lower center", ncol=6, fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            fig.legend(loc="outside lower center", ncol=6, fontsize=7)
         return _svg(fig)
 
 

@@ -175,15 +175,21 @@ def _cascade(r: Report, first: RankSpan | None) -> str:
 def _rank_table(spans: Sequence[RankSpan]) -> str:
     rows = []
     ranked = any(s.rank is not None for s in spans)
+    single = len({s.source for s in spans}) == 1  # then the source is said once, above
     for s in spans:
         phases = " → ".join(p[0] for p in s.phases) or "-"
-        err = f"{where(s.first_error)}: {clip(s.first_error.text, 120)}" if s.first_error else ""
+        err = ""
+        if s.first_error is not None:
+            loc = f"line {s.first_error.line}" if single else where(s.first_error)
+            err = f"{loc}: {clip(s.first_error.text, 120)}"
         step = "" if s.last_step is None else str(s.last_step)
         who = s.rank if s.rank is not None else "launcher" if ranked else "-"
-        rows.append(f"<tr><td>{_e(who)}</td><td>{_e(s.source)}</td>"
+        src = "" if single else f"<td>{_e(s.source)}</td>"
+        rows.append(f"<tr><td>{_e(who)}</td>{src}"
                     f'<td class="num">{s.first_line}</td><td class="num">{s.last_line}</td>'
                     f'<td class="num">{_e(step)}</td><td>{_e(phases)}</td><td>{_e(err)}</td></tr>')
-    table = ("<table><thead><tr><th>rank</th><th>source</th><th>first line</th><th>last line</th>"
+    head = "<th>rank</th>" + ("" if single else "<th>source</th>")
+    table = (f"<table><thead><tr>{head}<th>first line</th><th>last line</th>"
              "<th>last step</th><th>phases</th><th>first error</th></tr></thead><tbody>"
              + "".join(rows) + "</tbody></table>")
     opened = " open" if len(spans) <= TABLE_OPEN_ROWS else ""
@@ -222,8 +228,8 @@ def _pictures(r: Report) -> str:
             if ranks:
                 cap += f", ranks {ranges(ranks)}"
             if sampled:
-                cap += (" (sampled: the fast scan reads the head and tail of a big log; "
-                        "--full reads every line)")
+                cap += (" (sampled: the fast scan of a big log reads its head, its tail and a "
+                        "few lines every MiB; --full reads every line)")
             out.append(_figure(n, svg, cap, len(drawn)))
     if r.gpus:
         out.append("<h2>GPUs (evidence snapshot)</h2>")

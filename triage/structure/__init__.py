@@ -14,6 +14,7 @@ from typing import Any
 
 from triage.model import EndState, Event, ExceptionInfo, Line, SourceInfo
 from triage.structure import tables as T
+from triage.structure.series import SeriesReader
 from triage.structure.timeline import Timeline
 
 MAX_EXCEPTIONS = 2000
@@ -91,6 +92,7 @@ class Structurer:
         self._last_phase: str | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
         self._progress: dict[tuple[str, int | None], deque[int]] = {}
+        self._series = SeriesReader()
         self._timeline = self.out.timeline
         self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
                                   "loss_first": None, "loss_last": None, "toks_last": None,
@@ -112,6 +114,9 @@ class Structurer:
         self._cpp(line, text)
         self._phase(line, text)
         self._metrics(line, text)
+        row_loss = self._series.feed(line)
+        if row_loss is not None:
+            self._table_loss(line, row_loss)
 
     @property
     def phase(self) -> str | None:
@@ -345,6 +350,18 @@ class Structurer:
                     self._timeline.metric("grad_norm", line, float(mg.group(1)),
                                           int(m_step.group(1)) if m_step else None)
 
+    def _table_loss(self, line: Line, v: float) -> None:
+        """A loss read from a table row (series.py): counted like a `loss=` value."""
+        if self._m["loss_first"] is None:
+            self._m["loss_first"] = v
+        self._m["loss_last"] = v
+        self._losses.append((self._m["last_step"], v))
+        if not math.isfinite(v):
+            self._m["nonfinite_loss"] += 1
+            self._m.setdefault("first_nonfinite_line", line.lineno)
+        self._progress.setdefault((line.source, line.rank), deque(maxlen=PROGRESS_KEPT)).append(line.seq)
+        self._last_step_seq = line.seq
+
     def _same_step(self, step: int, line: Line) -> None:
         """A step number repeated by timestamped lines (heartbeats, a frozen bar): how
         long the run has been at the same step."""
@@ -366,6 +383,7 @@ class Structurer:
         m["losses"] = list(self._losses)[-512:]
         self.out.metrics = m
         self.out.progress = {k: list(v) for k, v in self._progress.items()}
+        self.out.events.extend(self._series.events)
         self.out.end_state = self._end_state(sources)
         self._stall(m["step_times"])
         return self.out

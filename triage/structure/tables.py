@@ -32,7 +32,7 @@ PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
     ("training", re.compile(
         r"\bstep[ =:]+\d+|\biter(?:ation)?[ =:]+\d+|\{'loss': |\bepoch[ =:]+\d+"
-        r"|\*\*\*\*\* Running training|\d+/\d+ \[\d+:\d+<")),
+        r"|\*\*\*\*\* Running training|\d+/\d+ \[(?:\d+:)?\d+:\d+<")),
 ]
 
 # All phases in one alternation: one search per line; the group name is the phase.

@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.worker import get_current_worker
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
 
 from triage.ingest.normalize import SourceState, normalize
 from triage.tui.messages import JumpTo, Polled, WatchEvents
@@ -214,7 +214,7 @@ class WatchApp(App[int]):
     def show_gpus(self, sample: GpuSample) -> None:
         """Show a GPU sample."""
         self.gpus = sample
-        self.query_one(GpuPanel).update(gpu_text(sample))
+        set_if_changed(self.query_one(GpuPanel), gpu_text(sample))  # every 2 s, rarely new
 
     def on_watch_events(self, message: WatchEvents) -> None:
         self.handle_events(message.events)

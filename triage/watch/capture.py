@@ -161,8 +161,7 @@ class TmuxPane:
                          "older output was dropped by tmux before triage attached")
         pid = int(info[6]) if info[6].isdigit() else None
         self.pane_pid = pid
-        stat = _proc_stat(pid) if pid is not None and not dead else None
-        self._pid_start = stat[1] if stat else None
+        self._pid_start = proc_start_time(pid) if pid is not None and not dead else None
         n = len(hist) - (1 if partial else 0)
         return Attach(self.pane_id, session, window, pid, n, partial, dead, notes)
 
@@ -299,17 +298,7 @@ class TmuxPane:
         has not reaped, and the very process we saw alive (same start time)."""
         if self.pane_pid is None or self._pid_start is None:
             return None
-        st = _proc_stat(self.pane_pid)
-        if st is None or st[0] != "Z" or st[1] != self._pid_start or st[2] is None:
-            return None
-        code = st[2]
-        if code & 0x7F:  # WIFSIGNALED: the low 7 bits are the signal
-            num = code & 0x7F
-            try:
-                return -num, signal.Signals(num).name
-            except ValueError:
-                return -num, None
-        return (code >> 8) & 0xFF, None
+        return zombie_status(self.pane_pid, self._pid_start)
 
     def final_screen(self) -> list[str]:
         """The dead pane's scrollback and screen, without tmux's "Pane is dead" line:
@@ -386,6 +375,30 @@ def _proc_stat(pid: int) -> tuple[str, str, int | None] | None:
         return None
     code = int(fields[49]) if len(fields) >= 50 and fields[49].isdigit() else None
     return fields[0], fields[19], code
+
+
+def proc_start_time(pid: int) -> str | None:
+    """The start time of a live process (/proc/PID/stat field 22): with the pid, it
+    names one process even after the pid is reused."""
+    st = _proc_stat(pid)
+    return st[1] if st else None
+
+
+def zombie_status(pid: int, start: str) -> tuple[int | None, str | None] | None:
+    """(exit status, signal name) of process `pid` if it is an unreaped zombie that
+    started at `start`: the wait status the kernel keeps for its parent (field 52). A
+    signal gives the shell's convention, -N. None when it is not (or no longer) one."""
+    st = _proc_stat(pid)
+    if st is None or st[0] != "Z" or st[1] != start or st[2] is None:
+        return None
+    code = st[2]
+    if code & 0x7F:  # WIFSIGNALED: the low 7 bits are the signal
+        num = code & 0x7F
+        try:
+            return -num, signal.Signals(num).name
+        except ValueError:
+            return -num, None
+    return (code >> 8) & 0xFF, None
 
 
 def _release(gate: Path) -> None:

@@ -277,6 +277,11 @@ class LiveTriage:
             self._findings_seen = len(findings)
         self.dirty = True
 
+    @property
+    def findings_seen(self) -> int:
+        """Findings the live analysis has made so far (grows when a rule fires)."""
+        return self._findings_seen
+
     # -- reporting ----------------------------------------------------------------
     def report(self) -> Report:
         """A report over what was fed so far, leaving the live state untouched."""

@@ -48,6 +48,7 @@ SETTLE = 0.3  # seconds without new bytes after the pane died before the capture
 SETTLE_MAX = 5.0
 SHELL_BACK = 3.0  # seconds the shell must stay in the foreground to mean "run over"
 STATUS_WAIT = 1.0  # seconds to wait for an exit status neither tmux nor /proc has yet
+QUIET_REPORT = 1.0  # seconds between live reports when no new finding came
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "-bash", "-zsh"})
 
 
@@ -213,6 +214,7 @@ class WatchSession:
         self.snapshot: dict[str, Any] | None = None
         self.done = False
         self._last_report = float("-inf")
+        self._reported_findings = 0
         self._last_status = float("-inf")
         self._dead: PaneStatus | None = None
         self._quiet_since: float | None = None
@@ -238,7 +240,12 @@ class WatchSession:
             self.run.last_output = now
         events: list[Event] = []
         if self.live.dirty and now - self._last_report >= self.report_interval:
-            events += self._rediagnose(now)
+            # a new finding is reported at once; lines that only might change a verdict
+            # (the frames after an error, the steps that show it was survived) at most
+            # every QUIET_REPORT: a report deep-copies the live analysis
+            fresh = self.live.findings_seen != self._reported_findings
+            if fresh or now - self._last_report >= QUIET_REPORT:
+                events += self._rediagnose(now)
         events += self._check_stall(now)
         if self._dead is None and now - self._last_status >= self.status_interval:
             self._last_status = now
@@ -337,6 +344,7 @@ class WatchSession:
     # -- diagnosis ------------------------------------------------------------------
     def _rediagnose(self, now: float) -> list[Event]:
         self._last_report = now
+        self._reported_findings = self.live.findings_seen
         view = self.live.diagnoses()
         self.diagnoses = [diagnosis_dict(d) for d in view.diagnoses]
         if view.report is not None:
@@ -375,7 +383,7 @@ class WatchSession:
                 stalled_for = now - r.stalled_since
                 r.stalled_since = None
                 self._live_fact("run.stalled_s", None)
-                return [Resumed(stalled_for)]
+                return [Resumed(stalled_for), *self._rediagnose(now)]
             return []
         limit = self.stall_threshold()
         if limit is None or quiet < limit:
