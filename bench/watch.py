@@ -357,7 +357,13 @@ def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, 
     try:
         pid = int(subprocess.run([*tm, "display", "-p", "-t", "tui", "#{pane_pid}"],
                                  capture_output=True, text=True).stdout.strip())
-        time.sleep(3.0 if tui else 0.5)  # imports, rules, first frame
+        # not the start-up (imports, rules, first frame): from the first full screen on
+        deadline = time.monotonic() + 60
+        while tui and time.monotonic() < deadline and "q quit" not in subprocess.run(
+                [*tm, "capture-pane", "-p", "-t", "tui"], capture_output=True,
+                text=True).stdout:
+            time.sleep(0.2)
+        time.sleep(1.0)
         if rate_bytes is not None:
             stream(log, rate_bytes, 1.0, False)
         else:

@@ -12,8 +12,10 @@ reading of the algorithm that the cached loop must agree with.
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import DynamicCache, Qwen3ForCausalLM
@@ -35,6 +37,20 @@ class DecodeResult:
         return sum(self.per_cycle) / max(1, len(self.per_cycle))
 
 
+def _cache_kwargs(target: Qwen3ForCausalLM, cache: DynamicCache | None) -> dict[str, Any]:
+    """The cache argument by the name this transformers takes (`cache` in newer releases,
+    where `past_key_values` is deprecated; `past_key_values` before)."""
+    name = "cache" if "cache" in inspect.signature(target.forward).parameters else "past_key_values"
+    return {name: cache, "use_cache": cache is not None}
+
+
+def _crop(cache: DynamicCache, keep: int) -> None:
+    """Drop cached positions from `keep` on (a negative crop: every release takes it)."""
+    drop = cache.get_seq_length() - keep
+    if drop > 0:
+        cache.crop(-drop)
+
+
 @torch.no_grad()
 def greedy_generate(
     target: Qwen3ForCausalLM, prompt: torch.Tensor, new_tokens: int, kv_cache: bool = False
@@ -45,8 +61,7 @@ def greedy_generate(
     cache = DynamicCache() if kv_cache else None
     step_in = ids
     for _ in range(new_tokens):
-        out = target(input_ids=step_in if kv_cache else ids, past_key_values=cache,
-                     use_cache=kv_cache)
+        out = target(input_ids=step_in if kv_cache else ids, **_cache_kwargs(target, cache))
         nxt = out.logits[0, -1].argmax().view(1, 1)
         ids = torch.cat([ids, nxt], dim=1)
         step_in = nxt
@@ -58,8 +73,7 @@ def _target_step(
     target: Qwen3ForCausalLM, ids: torch.Tensor, cache: DynamicCache | None, layer_ids: list[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Features [1, L, K*d] and logits [1, L, V] of `ids` [1, L] after what `cache` holds."""
-    out = target(input_ids=ids, past_key_values=cache, use_cache=cache is not None,
-                 output_hidden_states=True)
+    out = target(input_ids=ids, output_hidden_states=True, **_cache_kwargs(target, cache))
     feats = torch.cat([out.hidden_states[i + 1] for i in layer_ids], dim=-1)
     return feats, out.logits
 
@@ -105,7 +119,7 @@ def speculative_generate(
         # and K/V; the rest of the block (rejected drafts) goes.
         feats = torch.cat([feats[:, :start], new_feats[:, : accepted + 1]], dim=1)
         if cache is not None:
-            cache.crop(start + accepted + 1)
+            _crop(cache, start + accepted + 1)
         per_cycle.append(accepted + 1)
     return DecodeResult(tokens=ids[0, prompt.numel() :][:new_tokens].tolist(), per_cycle=per_cycle)
 

@@ -113,6 +113,7 @@ class Matcher:
                                         if c.near is not None])
         self.findings: list[Finding] = []
         self._count: dict[str, int] = {}
+        self._at: dict[tuple[str, str | None, int], int] = {}  # (rule, source, line) -> finding
         self._suppressed: set[str] = set()
         self._ctx: dict[str, deque[str]] = {}
         # per source: clauses whose pattern the last line ends inside (cut-aware matching)
@@ -240,6 +241,16 @@ class Matcher:
                               f"{c.name or f'match[{c.index}]'} (cut)", line.ts, "line", _groups(m)))
 
     def _add(self, f: Finding) -> None:
+        # one finding per rule and log line: two clauses of a rule on the same line (the
+        # watchdog's words and its whole message) are one occurrence, the surer one kept
+        at = (f.rule_id, f.evidence.source, f.evidence.line) if f.evidence.line is not None else None
+        if at is not None:
+            i = self._at.get(at)
+            if i is not None:
+                if f.confidence > self.findings[i].confidence:
+                    self.findings[i] = f
+                return
+            self._at[at] = len(self.findings)
         self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
         self.findings.append(f)
 

@@ -218,7 +218,8 @@ class History:
             diagnoses=self._redact(diags),
             ruled_out=self._redact([{"signature": x.signature, "because": x.because}
                                     for x in report.ruled_out]),
-            facts=facts, sources=[s.path for s in report.sources], log_id=_log_id(report),
+            facts=facts, sources=self._redact([s.path for s in report.sources]),
+            log_id=_log_id(report),
             command=self.command, triage_version=_version())
 
     def _when(self, report: Report) -> float:
