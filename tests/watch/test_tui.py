@@ -221,3 +221,26 @@ def test_sparklines_are_drawn_on_an_honest_scale() -> None:
     assert spark([0.0, 1.0], 2) == " █"
     assert spark([], 5) == "" and len(spark(list(range(1, 100)), 10)) == 10
     assert spark_text("tok/s", wobble, 20).plain.startswith("tok/s 20.5k max 21.5k\n")
+
+
+def test_the_header_stops_its_clock_and_shows_a_hang() -> None:
+    """The run's clock stops when the end is noticed (not when the final triage is
+    done), the end reads exit and signal, and a stall shows while it happens."""
+    from triage.tui.widgets import status_text
+    from triage.watch.events import Ended
+    from triage.watch.session import RunState
+
+    run = RunState(started=100.0, last_output=130.0, last_progress=120.0)
+    run.stalled_since = 120.0
+    live = status_text("train", "%1", run, now=160.0).plain
+    assert "running 00:01:00" in live and "STALLED 40 s" in live
+    run.ending_at = 140.0
+    ending = status_text("train", "%1", run, now=170.0).plain
+    assert "ran 00:00:40" in ending and "last output 10 s ago" in ending
+    assert "STALLED" not in ending and "triaging" in ending
+    run.ended = Ended(-9, 12, "cap.log", "SIGKILL", "exited", "proc")
+    done = status_text("train", "%1", run, now=999.0).plain
+    assert "ran 00:00:40" in done and done.endswith("ended: exit -9 (SIGKILL)")
+    run.ended = Ended(None, 12, "cap.log", None, "pane-closed")
+    assert status_text("t", None, run, now=999.0).plain.endswith(
+        "ended: pane-closed (exit status unknown)")

@@ -38,8 +38,11 @@ def register(sub: Any) -> None:
                        help="the run that triaging this log would belong to")
     h.add_argument("--stats", action="store_true",
                    help="failures by signature, host and day instead of by run")
-    h.add_argument("--format", "-f", choices=("console", "json"), default="console",
-                   help="console (default) or json")
+    h.add_argument("--format", "-f", choices=("console", "json", "html"), default="console",
+                   help="console (default), json, or html (one page of a run's crashes; needs -o "
+                        "and the [html] extra)")
+    h.add_argument("--output", "-o", metavar="FILE",
+                   help="write the html page here (an existing file is not overwritten)")
     h.add_argument("--limit", type=int, default=5000, metavar="N",
                    help="read at most the N latest crashes (default 5000)")
     h.add_argument("--history-url", metavar="URL",
@@ -56,6 +59,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         store = open_store(args.history_url or os.environ.get(URL_ENV) or None)
     except HistoryError as e:
         raise TriageError(f"history: {e}") from None
+    if args.format == "html":
+        return _html(store, args)
     try:
         data = stats(store) if args.stats else grouped(store, _run_key(args), args.limit)
     except HistoryError as e:
@@ -67,6 +72,64 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(render_stats(data) if args.stats else render(data)) + "\n")
     return 0
+
+
+def _html(store: Store, args: argparse.Namespace) -> int:
+    """A run's past crashes (or every run's) as one page, newest first: what each crash
+    was diagnosed as, with its evidence line, what was ruled out and why, and what changed
+    since the crash of the same failure before it."""
+    from pathlib import Path
+
+    from triage.report import html
+
+    try:
+        if not args.output:
+            raise TriageError("history: --format html needs -o FILE")
+        if args.stats:
+            raise TriageError("history: --stats has no html page; use --format json")
+        out = Path(args.output)
+        if out.exists():
+            raise TriageError(f"history: {out} exists; not overwritten")
+        html.require()
+        data = grouped(store, _run_key(args), args.limit)
+        ids = [c["id"] for run in data["runs"] for f in run["failures"] for c in f["crashes"]]
+        recs = {r.id: r for r in store.query(limit=args.limit)} if ids else {}
+    except HistoryError as e:
+        raise TriageError(f"history: {e}") from None
+    finally:
+        store.close()
+    entries: list[tuple[str, Any]] = []
+    for run in data["runs"]:
+        for failure in run["failures"]:
+            for crash in reversed(failure["crashes"]):
+                rec = recs.get(crash["id"])
+                if rec is not None:
+                    head = f"{run['run']['name']} · {crash['recorded_at']} · {failure['label']}"
+                    entries.append((head, report_of(rec, crash.get("changed_since_previous") or {})))
+    out.write_text(html.render_history(entries, title="Crash history"), encoding="utf-8")
+    sys.stderr.write(f"wrote {out} ({len(entries)} crashes)\n")
+    return 0
+
+
+def report_of(rec: Record, changed: dict[str, Any]) -> Any:
+    """The stored part of one crash as a Report the views can draw (the store keeps each
+    diagnosis's first evidence line, not the log)."""
+    from triage.engine import get_rules
+    from triage.model import Confidence, Diagnosis, EndState, Evidence, Report, RuledOut, SourceInfo
+
+    titles = {r.id: r.title for r in get_rules()}
+    diags = []
+    for d in rec.diagnoses:
+        ev = (Evidence(text=d["evidence"]),) if d.get("evidence") else ()
+        diags.append(Diagnosis(signature=d["signature"], rule=d["signature"],
+                               title=titles.get(d["signature"], d["signature"]),
+                               confidence=Confidence.parse(d.get("confidence") or "possible"),
+                               score=0.0, role=d.get("role", "root-cause"), evidence=ev))
+    ruled = tuple(RuledOut(x["signature"], x["because"]) for x in rec.ruled_out)
+    notes = (f"Changed since the crash before it: {describe_changes(changed)}",) if changed else ()
+    end = str(rec.fp_parts.get("end_state") or ("traceback" if rec.failed else "no-terminal-event"))
+    return Report(sources=tuple(SourceInfo(s, 0) for s in rec.sources), end_state=EndState(end),
+                  diagnoses=tuple(diags), ruled_out=ruled, notes=notes)
 
 
 def _run_key(args: argparse.Namespace) -> str | None:

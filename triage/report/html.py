@@ -316,7 +316,8 @@ def _page(title: str, body: str) -> str:
             f"<footer>triage {_e(__version__)}</footer></body></html>\n")
 
 
-def _require() -> None:
+def require() -> None:
+    """A one-line error (exit 2) when the [html] extra is not installed."""
     from triage.report import charts
 
     if not charts.available():
@@ -325,7 +326,7 @@ def _require() -> None:
 
 def render(r: Report) -> str:
     """The whole page for one report."""
-    _require()
+    require()
     title = f"triage: {clip(verdict(r), 120)}"
     return _page(title, "<h1>triage report</h1>" + _body(r))
 
@@ -333,7 +334,7 @@ def render(r: Report) -> str:
 def render_history(entries: Sequence[tuple[str, Report]], title: str = "Crash history") -> str:
     """Several reports on one page, each under its own heading (a run's past crashes,
     newest first as given): for `triage history`."""
-    _require()
+    require()
     parts = [f"<h1>{_e(title)}</h1>"]
     if not entries:
         parts.append("<p>No crashes recorded.</p>")

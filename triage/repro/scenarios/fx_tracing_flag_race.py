@@ -97,7 +97,7 @@ def command(ctx: Context) -> list[str]:
     """The runtime in the story's placement; only the warm-up differs."""
     return [ctx.python, "-m", "dflash_runtime", "train", "--preset", "tiny", "--attention", "flex",
             "--targets", "2", "--drafters", "3", "--pad-multiple", "16", "--steps", "6",
-            "--eval-prompts", "0", "--cpu-threads", "2",
+            "--eval-prompts", "0", "--cpu-threads", "1",
             "--warmup-compile" if ctx.fix else "--no-warmup-compile"]
 
 
