@@ -9,6 +9,7 @@ explicit `@example`.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -74,7 +75,13 @@ def test_normalise_twice_on_a_bar_then_an_invalid_byte():
 
 def test_ci_runs_the_same_examples_every_time():
     """CI=true loads a derandomized profile with no example database; locally, explore."""
-    import conftest
+    import importlib.util
+
+    # by path: tests/history has a conftest module of its own
+    spec = importlib.util.spec_from_file_location("suite_conftest", Path(__file__).parent / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
 
     assert conftest.hypothesis_profile({"CI": "true"}) == "ci"
     assert conftest.hypothesis_profile({}) == "dev"
