@@ -20,7 +20,7 @@
 #                torch without the compile-session flag: reproduced, and the top diagnosis
 #   race-fix     the same with `--fix` (--warmup-compile: every batch shape compiled on one
 #                thread first): fixed = trained cleanly and triage finds no race
-#   runtime      bench/runtime.py, `small` preset on the GPU, flex and sdpa: ms per drafter
+#   runtime      bench/runtime.py, `small` preset on the GPU, sdpa then flex: ms per drafter
 #                step, tok/s (batch x padded length per second), TFLOP/s and MFU, with the
 #                attention FLOPs counted on what each backend computes (flex: the tiles its
 #                BlockMask keeps; sdpa: the dense grid) against the GPU's dense bf16 peak
@@ -46,9 +46,9 @@ STEPS=(
   "machine|10|nvidia-smi > \"\$OUT/nvidia-smi.txt\" 2>&1; head -12 \"\$OUT/nvidia-smi.txt\"; \$PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.is_available())'"
   "snapshot|30|\$PY -m triage snapshot -o \"\$OUT/snapshot.json\" --force && \$PY bench/gpu_summary.py snapshot \"\$OUT/snapshot.json\""
   "cuda-oom|75|\$PY -m triage repro cuda-oom --device cuda --timeout 65 --format json > \"\$OUT/repro-cuda-oom.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-cuda-oom.json\""
-  "race|105|\$PY -m triage repro fx-tracing-flag-race --timeout 95 --format json > \"\$OUT/repro-race.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race.json\""
-  "race-fix|105|\$PY -m triage repro fx-tracing-flag-race --fix --timeout 95 --format json > \"\$OUT/repro-race-fix.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race-fix.json\""
-  "runtime|100|\$PY bench/runtime.py --preset small --device cuda --steps 10 --warmup 2 --attention flex sdpa > \"\$OUT/runtime.txt\" 2>&1; tail -4 \"\$OUT/runtime.txt\""
+  "race|110|\$PY -m triage repro fx-tracing-flag-race --timeout 100 --format json > \"\$OUT/repro-race.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race.json\""
+  "race-fix|115|\$PY -m triage repro fx-tracing-flag-race --fix --timeout 105 --format json > \"\$OUT/repro-race-fix.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race-fix.json\""
+  "runtime|100|\$PY bench/runtime.py --preset small --device cuda --steps 10 --warmup 2 --attention sdpa flex > \"\$OUT/runtime.txt\" 2>&1; tail -4 \"\$OUT/runtime.txt\""
 )
 # Every file a step writes under $OUT, and summary.txt.
 FILES=(summary.txt nvidia-smi.txt snapshot.json repro-cuda-oom.json repro-race.json

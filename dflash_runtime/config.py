@@ -67,6 +67,10 @@ class Config:
     num_samples: int = 4096
     batch_size: int = 16
     num_anchors: int = 8
+    # Memory: the loss over `head_chunk` positions at a time (0: the full logits at once),
+    # and draft layers recomputed in backward instead of keeping their activations.
+    head_chunk: int = 0
+    activation_checkpointing: bool = False
     # Optimiser.
     lr: float = 3e-3
     weight_decay: float = 0.0
@@ -156,6 +160,8 @@ _REAL_SIZE: dict = dict(
     prompt_len=64,
     lr=6e-4,
     eval_prompts=2,
+    head_chunk=4096,
+    activation_checkpointing=True,
 )
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import Qwen3ForCausalLM
 from transformers.models.qwen3.modeling_qwen3 import (
     Qwen3MLP,
@@ -112,8 +113,10 @@ class Drafter(nn.Module):
         anchors: torch.Tensor,
         keep: torch.Tensor,
         attention: Attention = "sdpa",
+        return_hidden: bool = False,
     ) -> torch.Tensor:
-        """Logits for every block position.
+        """Logits for every block position (or, with return_hidden, the final-normed hidden
+        states [B, N*B, d] for a chunked head).
 
         target_hidden: [B, S, K*d] features of the chosen target layers;
         block_ids: [B, N*B] (anchor token then mask tokens, per block);
@@ -136,8 +139,14 @@ class Drafter(nn.Module):
         else:
             mask = sdpa_mask(anchors, keep, ctx_len, block)
         for layer in self.layers:
-            x = layer(x, ctx, rope_q, rope_k, mask, attention)
-        return self.lm_head(self.norm(x))
+            if self.cfg.activation_checkpointing and self.training and torch.is_grad_enabled():
+                # Keep only each layer's input; recompute its activations in backward.
+                x = checkpoint(layer, x, ctx, rope_q, rope_k, mask, attention,
+                               use_reentrant=False)
+            else:
+                x = layer(x, ctx, rope_q, rope_k, mask, attention)
+        hidden = self.norm(x)
+        return hidden if return_hidden else self.lm_head(hidden)
 
 
 def block_inputs(

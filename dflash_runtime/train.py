@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from dflash_runtime.config import Config
 from dflash_runtime.drafter import Attention, Drafter, block_inputs
@@ -83,6 +84,43 @@ def dflash_loss(
     return loss, acc
 
 
+def _chunk_ce(
+    hidden: torch.Tensor, labels: torch.Tensor, head_weight: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """CE [n] and argmax hits (a count) of one chunk of positions. hidden: [n, d]."""
+    logits = (hidden @ head_weight.t()).float()  # [n, V]: only this chunk's
+    ce = F.cross_entropy(logits, labels, reduction="none")
+    return ce, (logits.argmax(-1) == labels).sum()
+
+
+def chunked_loss(
+    hidden: torch.Tensor,
+    head_weight: torch.Tensor,
+    labels: torch.Tensor,
+    weight: torch.Tensor,
+    chunk: int,
+) -> tuple[torch.Tensor, float]:
+    """dflash_loss without the full [B, Q, V] logits: positions with weight only, `chunk`
+    at a time, each chunk's logits recomputed in backward (activation checkpointing).
+
+    At the 8B preset's shapes the full logits are 32,768 positions x 151,936 tokens,
+    about 20 GB in fp32 before their gradient; a chunk of 4,096 is about 2.5 GB.
+    hidden: [B, Q, d] (final-normed); labels, weight: [B, Q].
+    """
+    w = weight.flatten()
+    sel = w > 0
+    h, y, w = hidden.flatten(0, 1)[sel], labels.flatten()[sel], w[sel]
+    total = hidden.new_zeros((), dtype=torch.float32)
+    hits = 0
+    for i in range(0, h.shape[0], chunk):
+        ce, hit = checkpoint(_chunk_ce, h[i : i + chunk], y[i : i + chunk], head_weight,
+                             use_reentrant=False)
+        total = total + (ce * w[i : i + chunk]).sum()
+        hits += int(hit)
+    loss = total / w.sum().clamp(min=1e-6)
+    return loss, hits / h.shape[0] if h.shape[0] else 0.0
+
+
 def forward_loss(
     drafter: torch.nn.Module,
     feats: torch.Tensor,
@@ -98,9 +136,15 @@ def forward_loss(
     ids, loss_mask = batch["input_ids"], batch["loss_mask"]
     anchors, keep = sample_anchors(loss_mask, cfg.num_anchors, g)
     blocks = block_inputs(ids, anchors, cfg.block_size, cfg.mask_token_id)
-    logits = drafter(feats, blocks, anchors, keep, attention)
     labels, weight = block_targets(ids, loss_mask, anchors, keep, cfg)
-    loss, acc = dflash_loss(logits, labels, weight)
+    if cfg.head_chunk > 0:
+        hidden = drafter(feats, blocks, anchors, keep, attention, return_hidden=True)
+        head = getattr(drafter, "module", drafter).lm_head  # through a DDP wrapper
+        assert isinstance(head, torch.nn.Linear)
+        loss, acc = chunked_loss(hidden, head.weight, labels, weight, cfg.head_chunk)
+    else:
+        logits = drafter(feats, blocks, anchors, keep, attention)
+        loss, acc = dflash_loss(logits, labels, weight)
     return StepResult(loss=loss, acc=acc, tokens=ids.numel())
 
 

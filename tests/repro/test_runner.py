@@ -83,3 +83,30 @@ def test_log_is_merged_and_byte_exact(tmp_path):
     data = (tmp_path / "run.log").read_bytes()
     assert data == b"out\nerr\ncaf\xc3\xa9 no newline"
     assert run.log.endswith("café no newline")
+
+
+def test_sigterm_to_the_runner_kills_the_child_in_its_own_session(tmp_path):
+    # `timeout` sends SIGTERM to triage only; the child runs in a session of its own,
+    # out of reach of a group kill, so the runner must end it itself.
+    pidfile = tmp_path / "child.pid"
+    parent_code = textwrap.dedent(f"""
+        import os, sys
+        from pathlib import Path
+        from triage.repro import runner
+        runner.run_command(["bash", "-c", "echo $$ > {pidfile}; exec sleep 60"],
+                           cwd=Path({str(tmp_path)!r}), env=dict(os.environ),
+                           log_path=Path({str(tmp_path / "run.log")!r}), timeout_s=120)
+    """)
+    import subprocess
+    import time
+
+    parent = subprocess.Popen([PY, "-c", parent_code])
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=60) == 128 + signal.SIGTERM
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

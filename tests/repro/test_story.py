@@ -28,7 +28,7 @@ def _torch_has_session_flag() -> bool:
 
 def test_fx_race_says_why_it_cannot_reproduce_on_a_torch_with_the_session_flag(repro):
     if not _torch_has_session_flag():
-        pytest.skip("this torch lacks the compile-session flag: the race itself runs below")
+        pytest.skip("this torch lacks the compile-session flag: the scenario runs there")
     for extra in ((), ("--fix",)):
         code, out, err = repro("fx-tracing-flag-race", *extra)
         assert out is not None, err
@@ -37,22 +37,6 @@ def test_fx_race_says_why_it_cannot_reproduce_on_a_torch_with_the_session_flag(r
         assert out["reproduced"] is None and out["fixed"] is None and out["exit_status"] is None
         assert "cannot reproduce on torch" in out["skipped"]
         assert "_compile_session_context" in out["skipped"] and "--python" in out["skipped"]
-
-
-def test_fx_race_reproduced_through_the_runtime_and_diagnosed(repro):
-    if _torch_has_session_flag():
-        pytest.skip("the compile-session flag closes the window on this torch (2.13)")
-    code, out, err = repro("fx-tracing-flag-race")
-    assert out is not None, err
-    assert set(out) >= KEYS
-    assert code == 0, out
-    assert out["reproduced"] is True
-    assert out["exit_status"] == 1  # the drafter thread's RuntimeError ended the process
-    assert out["top"] == "fx-tracing-flag-race"
-    assert "missing-accelerate" not in out["diagnosed"]
-    tail = "\n".join(out["log_tail"])
-    assert "symbolically trace a dynamo-optimized function" in tail
-    assert "dflash_runtime" in tail  # raised through the runtime's own threads
 
 
 def test_fx_race_fixed_by_warming_every_shape_first(repro):

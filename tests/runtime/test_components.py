@@ -60,3 +60,17 @@ def test_speculative_output_equals_target_greedy(cfg: Config, target: torch.nn.M
         assert all(1 <= n <= cfg.block_size for n in res.per_cycle)
     tau, same = evaluate(target, drafter, eval_prompts(cfg, seed=6)[:2], cfg, check_greedy=True)
     assert same and tau >= 1.0
+
+
+def test_bucket_widths_and_resized_batches(cfg: Config) -> None:
+    from dflash_runtime.data import bucket_widths, resize_batch
+
+    cfg = cfg.replace(pad_multiple=16)
+    assert bucket_widths(cfg) == [48, 64]  # lengths 40..64
+    batch = next(iter(make_loader(cfg, seed=3)))
+    for width in (48, 64, 80):
+        out = resize_batch(batch, width, cfg)
+        assert out["input_ids"].shape == out["loss_mask"].shape == (cfg.batch_size, width)
+        keep = min(width, batch["input_ids"].shape[1])
+        assert torch.equal(out["input_ids"][:, :keep], batch["input_ids"][:, :keep])
+        assert not out["loss_mask"][:, keep:].any()

@@ -191,6 +191,12 @@ def test_how_the_watched_run_ended_is_reasoned_about() -> None:
     assert "truncated-unknown" not in [d.signature for d in kill.diagnoses]
     assert not any("probably not captured" in n for n in kill.notes)
     assert any("killed by SIGKILL" in n for n in kill.notes)
+    # the story's other hypotheses raise with a traceback, which the captured stderr lacks
+    cold = analyze_text(CUT_LOG, facts={**seen, "run.signal": "SIGKILL", "inductor_cache.cold": True})
+    assert {"fx-tracing-flag-race", "missing-accelerate"} <= {r.signature for r in cold.ruled_out}
+    assert [d.signature for d in cold.diagnoses] == ["host-oom-killed", "killed-by-signal"]
+    story = analyze_text(CUT_LOG, facts={"inductor_cache.cold": True})  # nothing watched
+    assert {"fx-tracing-flag-race", "missing-accelerate"} <= {d.signature for d in story.diagnoses}
 
     term = analyze_text(CUT_LOG, facts={**seen, "run.signal": "SIGTERM", "run.exit_status": -15})
     assert term.diagnoses[0].signature == "killed-by-signal"

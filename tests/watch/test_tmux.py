@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -23,14 +24,21 @@ STEP = re.compile(r"^step (\d+) loss ")
 
 
 def test_fx_run_is_captured_whole_and_diagnosed(tmux: TmuxServer, tmp_path: Path) -> None:
-    cap = tmp_path / "cap.log"
-    tmux.new_session("train", f"{PY} {SCRIPTS / 'fx_steps.py'} 3000")
+    cap, go = tmp_path / "cap.log", tmp_path / "go"
+    # the run pauses after its first third until the watcher is attached: a third in the
+    # scrollback, the rest live, however slowly the watcher starts on a loaded machine
+    tmux.new_session("train", f"FX_STEPS_GO={go} {PY} {SCRIPTS / 'fx_steps.py'} 3000")
     proc = start_watch("--tmux", "train", "--tmux-socket", tmux.socket, "--no-tui",
                        "--capture", str(cap), "--no-snapshot")
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    go.touch()
     events, err, rc = events_of(proc)
+    events.insert(0, json.loads(first))
     assert rc == 0, err
     kinds = [e["event"] for e in events]
     assert kinds[0] == "attached" and events[0]["pane"].startswith("%")
+    assert events[0]["history_lines"] > 0  # the hand-over from scrollback was exercised
 
     steps = [int(m.group(1)) for t in capture_lines(cap) if (m := STEP.match(t))]
     assert sorted(steps) == list(range(1, 3001)), "every step line exactly once"
@@ -191,6 +199,7 @@ def test_sigkilled_pane_is_evidence_in_the_final_report(tmux: TmuxServer, tmp_pa
     assert rc == 0, err
     end = next(e for e in events if e["event"] == "ended")
     assert (end["signal"], end["exit_status"]) == ("SIGKILL", -9)
+    assert end["status_from"] in ("tmux", "proc")  # who told: tmux, or the zombie's /proc
     rep = events[-1]["report"]
     lead = rep["diagnoses"][0]
     assert lead["signature"] == "host-oom-killed" and lead["confidence"] == "likely"

@@ -384,5 +384,6 @@ def watched_end_note(facts: Mapping[str, Any]) -> str:
         return head + (f"the process exited with status {status} without printing why "
                        "(an exit() in the script or a launcher's wrapper).")
     if facts.get("run.pane_died") is False:
-        return head + "the process was still running when the watch stopped."
+        return head + ("the watch ended without seeing the process die (it returned to its "
+                       "shell, or the watch was stopped while it ran).")
     return head + "the process ended, and neither tmux nor /proc kept its exit status."

@@ -449,12 +449,15 @@ class WatchSession:
         facts: dict[str, Any] = {"run.duration_s": round(end - r.started, 1)}
         if st.exit_status is not None:
             facts["run.exit_status"] = st.exit_status
+        elif st.signal:
+            facts["run.exit_status"] = -_signum(st.signal)  # the shell's convention, -N
         if st.signal:
             facts["run.signal"] = st.signal
         if self.source.mode == "tmux":
             # pipe-pane gets every byte the pane's terminal got: stdout and stderr
             facts["run.stderr_captured"] = True
-            facts["run.pane_died"] = reason in ("exited", "pane-closed", "returned-to-shell")
+            # a command that returned to its shell ended, but the pane lives on
+            facts["run.pane_died"] = reason in ("exited", "pane-closed")
         if r.last_output is not None:
             facts["run.since_output_s"] = round(max(0.0, end - r.last_output), 1)
         usual = r.usual_interval()

@@ -7,6 +7,7 @@ raised from this script, so the traceback around it is a real Python traceback,
 printed by the interpreter to the pane.
 """
 
+import os
 import sys
 import time
 
@@ -24,8 +25,15 @@ def compiled_fn_called_while_tracing() -> None:
 
 
 def main() -> None:
+    # FX_STEPS_GO=PATH: after the first third, wait for PATH to exist (a test creates it
+    # once the watcher is attached, so scrollback and live output both happen on any load)
+    go = os.environ.get("FX_STEPS_GO")
     i = 1
     while i <= N:
+        if go and i > N // 3:
+            while not os.path.exists(go):
+                time.sleep(0.02)
+            go = None
         burst = 250 if i % 600 == 1 else 1  # bursts: hundreds of lines in one write
         if burst > 1:
             sys.stdout.write("".join(step_line(j) + "\n" for j in range(i, min(N, i + burst - 1) + 1)))
