@@ -12,12 +12,14 @@
 # What each line of summary.txt measures:
 #   machine      nvidia-smi's view, and torch's version, CUDA build and whether it sees a GPU
 #   snapshot     `triage snapshot`: driver, CUDA driver and each GPU read through NVML
-#                (nvidia-ml-py), the evidence triage reasons with
+#                (nvidia-ml-py), the evidence triage reasons with (the repro steps below
+#                skip their own snapshot: this one is the evidence, and it saves time)
 #   cuda-oom     `triage repro cuda-oom --device cuda`: the runtime at batch 1024 on the
 #                `small` preset really runs out of GPU memory, and triage names cuda-oom
-#   race         `triage repro fx-tracing-flag-race`: the runtime's story placement (2
-#                target, 3 drafter threads compiling flex_attention on a cold cache) on a
-#                torch without the compile-session flag: reproduced, and the top diagnosis
+#   race         `triage repro fx-tracing-flag-race --device cuda`: the runtime's story
+#                placement (2 target, 3 drafter threads compiling flex_attention forward
+#                and backward on a cold cache, 2 batch shapes) on a torch without the
+#                compile-session flag: reproduced or not, and the top diagnosis
 #   race-fix     the same with `--fix` (--warmup-compile: every batch shape compiled on one
 #                thread first): fixed = trained cleanly and triage finds no race
 #   runtime      bench/runtime.py, `small` preset on the GPU, sdpa then flex: ms per drafter
@@ -45,9 +47,9 @@ MAX_FILES=8    # what the device tool brings back
 STEPS=(
   "machine|10|nvidia-smi > \"\$OUT/nvidia-smi.txt\" 2>&1; head -12 \"\$OUT/nvidia-smi.txt\"; \$PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.is_available())'"
   "snapshot|30|\$PY -m triage snapshot -o \"\$OUT/snapshot.json\" --force && \$PY bench/gpu_summary.py snapshot \"\$OUT/snapshot.json\""
-  "cuda-oom|75|\$PY -m triage repro cuda-oom --device cuda --timeout 65 --format json > \"\$OUT/repro-cuda-oom.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-cuda-oom.json\""
-  "race|110|\$PY -m triage repro fx-tracing-flag-race --timeout 100 --format json > \"\$OUT/repro-race.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race.json\""
-  "race-fix|115|\$PY -m triage repro fx-tracing-flag-race --fix --timeout 105 --format json > \"\$OUT/repro-race-fix.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race-fix.json\""
+  "cuda-oom|75|\$PY -m triage repro cuda-oom --device cuda --timeout 65 --no-snapshot --format json > \"\$OUT/repro-cuda-oom.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-cuda-oom.json\""
+  "race|110|\$PY -m triage repro fx-tracing-flag-race --device cuda --timeout 100 --no-snapshot --format json > \"\$OUT/repro-race.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race.json\""
+  "race-fix|115|\$PY -m triage repro fx-tracing-flag-race --device cuda --fix --timeout 105 --no-snapshot --format json > \"\$OUT/repro-race-fix.json\"; \$PY bench/gpu_summary.py repro \"\$OUT/repro-race-fix.json\""
   "runtime|100|\$PY bench/runtime.py --preset small --device cuda --steps 10 --warmup 2 --attention sdpa flex > \"\$OUT/runtime.txt\" 2>&1; tail -4 \"\$OUT/runtime.txt\""
 )
 # Every file a step writes under $OUT, and summary.txt.

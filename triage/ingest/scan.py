@@ -27,7 +27,7 @@ AFTER = 60  # lines after: message continuations, torchrun's failure report
 HEAD_LINES = 200
 HEAD_MIN = 8  # the head kept of each of many files read together
 TAIL_BYTES = 256 << 10
-TAIL_MIN = 4 << 10  # the tail kept of each of many files read together (a rank folder)
+TAIL_MIN = 2 << 10  # the tail kept of each of many files read together (a rank folder)
 # A few lines read every SAMPLE_BYTES of the body: the metric series (loss, grad norm,
 # tok/s, step time) and the step clock cover the whole run, not its head and tail only,
 # for about 2,000 lines of Python in a 512 MiB log.

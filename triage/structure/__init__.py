@@ -81,6 +81,7 @@ class Structurer:
     def __init__(self) -> None:
         self.out = Structure()
         self._streams: dict[tuple[str, int | None], _Stream] = {}
+        self._by_source: dict[str, list[_Stream]] = {}  # the same streams, by source
         self._tails: dict[str, deque[Line]] = {}
         self._torchrun: dict[str, Any] | None = None
         self._torchrun_entry: dict[str, Any] | None = None
@@ -125,10 +126,11 @@ class Structurer:
 
     def gap(self, source: str) -> None:
         """Lines of `source` were skipped (fast path): no traceback or report spans it."""
-        for (src, _rank), s in self._streams.items():
-            if src == source:
-                self._close_tb(s)
-                s.pending_chain = None
+        # the streams of this source only: a folder of 500 rank logs has 500 sources, and
+        # a gap in each (the fast path) must not walk all the others' streams
+        for s in self._by_source.get(source, ()):
+            self._close_tb(s)
+            s.pending_chain = None
         self._torchrun = None
         self._torchrun_entry = None
 
@@ -137,6 +139,7 @@ class Structurer:
         s = self._streams.get(key)
         if s is None:
             s = self._streams[key] = _Stream()
+            self._by_source.setdefault(line.source, []).append(s)
         return s
 
     def _traceback(self, line: Line, text: str) -> None:
