@@ -223,3 +223,32 @@ def test_fast_path_metric_series_covers_the_whole_run(tmp_path):
     assert len(middle) >= 4  # 1 MiB apart: about six samples in all
     gaps = [b - a for a, b in itertools.pairwise(steps)]
     assert max(gaps) < n / 4
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_caseless_confirm_literal_is_not_hidden_by_a_plain_one(engine):
+    """A case-sensitive plain literal ("Error", a structure trigger) and a caseless
+    clause literal that lower-cases to the same bytes: both kinds of hits still count."""
+    from triage.ingest.scan import Confirm
+
+    sc = LiteralScanner(["Error"], [], engine=engine,
+                        confirm=[Confirm(("error",), True, native_superset("error: boom") or "")])
+    if sc.engine != engine:
+        pytest.skip(f"{engine} not installed")
+    buf = b"ok\nERROR: boom\nok\nan Error here\nok\nerror: fine\n"
+    assert {1, 3} <= lines_of(buf, sc.offsets(buf))
+    assert 5 not in lines_of(buf, sc.offsets(buf)) or engine == "ahocorasick_rs"
+
+
+def test_pattern_hyperscan_refuses_falls_back_to_its_literals(tmp_path, monkeypatch):
+    pytest.importorskip("hyperscan")
+    from triage.ingest.scan import Confirm
+
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    # a pattern that matches the empty string: hyperscan will not compile it
+    refused = [Confirm(("boom",), False, "(?:zz)*"), Confirm(("bang",), False, "bang!")]
+    buf = b"ok\nboom\nok\nbang!\nbang\n"
+    for _ in range(2):  # the second build finds the fallback under the refused set's key
+        sc = LiteralScanner([], [], engine="hyperscan", confirm=refused)
+        assert lines_of(buf, sc.offsets(buf)) == {1, 3}
+    assert len(list(tmp_path.glob("hs-*.db"))) == 2

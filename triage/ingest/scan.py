@@ -91,8 +91,8 @@ class LiteralScanner:
                 continue
             for lit in c.literals:
                 checked.setdefault(lit.encode().lower(), []).append(pat)
-        # a literal that is plain anywhere is a window by itself
-        for low in {x.lower() for x in plain | iplain}:
+        # a caseless plain literal is a window by itself in any case: nothing to confirm
+        for low in {x.lower() for x in iplain}:
             checked.pop(low, None)
         return plain, iplain, checked
 
@@ -104,8 +104,9 @@ class LiteralScanner:
         flags = [0] * len(self.literals) + [caseless] * len(self.icase)
         if not pats and not self.confirm:
             return lambda buf: []
-        db = _hs_cached(pats + [c.pattern.encode() for c in self.confirm],
-                        flags + [caseless if c.icase else 0 for c in self.confirm])
+        wanted = (pats + [c.pattern.encode() for c in self.confirm],
+                  flags + [caseless if c.icase else 0 for c in self.confirm])
+        db = _hs_cached(*wanted)
         if db is None:
             # a pattern hyperscan refuses: find it, one at a time, and scan its literals
             for c in self.confirm:
@@ -116,7 +117,7 @@ class LiteralScanner:
                 else:
                     pats.append(c.pattern.encode())
                     flags.append(flag)
-            db = _hs_cached(pats, flags)
+            db = _hs_cached(pats, flags, also=wanted)  # next time found under `wanted`
             if db is None:
                 raise RuntimeError("hyperscan cannot compile the scan patterns")
 
@@ -143,7 +144,10 @@ class LiteralScanner:
         if not lits:
             return lambda buf: []
         ac = ahocorasick_rs.BytesAhoCorasick(lits)
-        pats = [checked.get(x) for x in lits]
+        # this engine matches every literal caselessly: a hit of a case-sensitive plain
+        # literal's lower-cased form is a window too (a superset, as for any literal)
+        plain_low = {x.lower() for x in plain}
+        pats = [None if x in plain_low else checked.get(x) for x in lits]
 
         def scan(buf: bytes) -> list[int]:
             if not checked:
@@ -184,14 +188,16 @@ def _hs_compile(pats: list[bytes], flags: list[int]) -> Any:
     return db
 
 
-def _hs_cached(pats: list[bytes], flags: list[int]) -> Any:
+def _hs_cached(pats: list[bytes], flags: list[int],
+               also: tuple[list[bytes], list[int]] | None = None) -> Any:
     """A hyperscan database for these patterns, from the on-disk cache when it has one:
     compiling the rules' patterns takes about a second, loading them milliseconds.
-    Where the cache cannot be read or written, it is compiled each time."""
+    Where the cache cannot be read or written, it is compiled each time. `also`: other
+    patterns whose lookup should find this database too (the set hyperscan refused, so
+    the fallback is not worked out again on every run)."""
     import hyperscan
 
-    key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), pats, flags)).encode()).hexdigest()
-    path = _cache_dir() / f"hs-{key[:32]}.db"
+    path = _hs_path(pats, flags)
     try:
         db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
         db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
@@ -200,14 +206,22 @@ def _hs_cached(pats: list[bytes], flags: list[int]) -> Any:
         pass
     db = _hs_compile(pats, flags)
     if db is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(hyperscan.dumpb(db))
-            os.replace(tmp, path)  # atomic: a concurrent run reads the old file or this one
-        except (OSError, hyperscan.error):
-            pass
+        for dest in [path] + ([_hs_path(*also)] if also else []):
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(hyperscan.dumpb(db))
+                os.replace(tmp, dest)  # atomic: a concurrent run reads the old file or this one
+            except (OSError, hyperscan.error):
+                pass
     return db
+
+
+def _hs_path(pats: list[bytes], flags: list[int]) -> Path:
+    import hyperscan
+
+    key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), pats, flags)).encode())
+    return _cache_dir() / f"hs-{key.hexdigest()[:32]}.db"
 
 
 def _cache_dir() -> Path:
