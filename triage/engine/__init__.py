@@ -29,7 +29,7 @@ from triage.model import (
     Report,
     SourceInfo,
 )
-from triage.structure import Structure, Structurer
+from triage.structure import Structure, Structurer, chain_root
 from triage.structure.tables import STRUCTURE_LITERALS
 from triage.vocabulary import RUN_FACTS as RUN_FACTS  # re-exported: the run's own end facts
 
@@ -229,15 +229,7 @@ def _last_and_root(st: Structure) -> tuple[ExceptionInfo | None, ExceptionInfo |
     if not excs:
         return None, None
     last = excs[-1]
-    root = last
-    for e in reversed(excs[:-1]):
-        if (e.line.source, e.line.rank) != (root.line.source, root.line.rank):
-            continue
-        if root.chain_index > 0 and e.chain_index == root.chain_index - 1:
-            root = e
-        elif root.chain_index == 0:
-            break
-    return last, root
+    return last, chain_root(excs, last)
 
 
 def _errors(st: Structure) -> tuple[Evidence | None, Evidence | None]:

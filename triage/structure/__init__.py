@@ -478,6 +478,21 @@ def _signame(code: int) -> str | None:
         return None
 
 
+def chain_root(excs: list[ExceptionInfo], last: ExceptionInfo) -> ExceptionInfo:
+    """The first exception of `last`'s chain ("During handling ...", "The above exception
+    was the direct cause ..."): walk back on its own stream (source, rank) while the chain
+    index counts down. `last` is the last element of `excs`."""
+    root = last
+    for e in reversed(excs[:-1]):
+        if (e.line.source, e.line.rank) != (root.line.source, root.line.rank):
+            continue
+        if root.chain_index > 0 and e.chain_index == root.chain_index - 1:
+            root = e
+        elif root.chain_index == 0:
+            break
+    return root
+
+
 def root_exception(exceptions: list[ExceptionInfo],
                    secondary: frozenset[int] | set[int] = frozenset()) -> ExceptionInfo | None:
     """The log's root error: the first exception of the last failure's chain (the one
@@ -493,15 +508,8 @@ def root_exception(exceptions: list[ExceptionInfo],
         return None
     if not traced:
         return real[0]
-    last = real[-1]
-    root = last
-    for e in reversed(real[:-1]):
-        if (e.line.source, e.line.rank) != (root.line.source, root.line.rank):
-            continue
-        if root.chain_index > 0 and e.chain_index == root.chain_index - 1:
-            root = e
-        elif root.chain_index == 0:
-            break
+    root = chain_root(real, real[-1])
+
     def shape(e: ExceptionInfo) -> str:  # the same error on every rank: cuda:0 vs cuda:3
         return _DIGITS.sub("#", e.message.split("\n", 1)[0])
     head = shape(root)
