@@ -11,6 +11,7 @@ a corpus log built from one would leak them). See bench/README.md, "### real-log
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from pathlib import Path
@@ -21,7 +22,7 @@ from accuracy_support import ROOT, acc, corpus
 REAL = corpus("corpus_real")
 # The held-out thread list, copied verbatim from ../shared/ so a fresh clone (which has no
 # shared/ folder) still refuses them.
-HELDOUT_COPY = ROOT / "tests" / "data" / "heldout-sources.txt"
+HELDOUT_COPY = ROOT / "tests" / "data" / "heldout-sources.sha256"
 HELDOUT_SHARED = ROOT.parent / "shared" / "heldout-sources.txt"
 
 # Signatures with fewer than 5 logs because fewer real examples were found in public threads
@@ -68,16 +69,28 @@ def _thread_ids(path: Path) -> set[str]:
     return {s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")}
 
 
-def heldout_threads_named(corpus_dir: Path, heldout: set[str]) -> list[str]:
-    """Labels of `corpus_dir` whose `source` or `origin` names a thread of `heldout`.
+def digest(thread: str) -> str:
+    """A thread id as the copy keeps it: SHA-256 of `owner/repo#N`, lower-cased (GitHub
+    owner and repository names are case-insensitive)."""
+    return hashlib.sha256(thread.strip().lower().encode("utf-8")).hexdigest()
 
-    GitHub owner and repository names are case-insensitive, so the comparison is too.
-    """
-    banned = {h.lower() for h in heldout}
+
+def heldout_digests() -> set[str]:
+    """The held-out threads, as digests: the copy in tests/data, and the shared list when
+    this checkout has one."""
+    out = _thread_ids(HELDOUT_COPY)
+    if HELDOUT_SHARED.is_file():
+        out |= {digest(t) for t in _thread_ids(HELDOUT_SHARED)}
+    return out
+
+
+def heldout_threads_named(corpus_dir: Path, banned: set[str]) -> list[str]:
+    """Labels of `corpus_dir` whose `source` or `origin` names a thread whose digest is in
+    `banned`."""
     named = []
     for lb in acc.load_labels(corpus_dir):
         threads = {lb.source} | {f"{o}/{r}#{n}" for o, r, n in ORIGIN_URL.findall(lb.origin)}
-        named += [f"{lb.path.name}: {t}" for t in sorted(threads) if t.lower() in banned]
+        named += [f"{lb.path.name}: {t}" for t in sorted(threads) if digest(t) in banned]
     return named
 
 
@@ -122,33 +135,30 @@ def test_corpus_real_labels_name_one_thread_each() -> None:
 
 def test_heldout_copy_holds_the_shared_list() -> None:
     copy = _thread_ids(HELDOUT_COPY)
-    assert len(copy) >= 200 and all(SOURCE.fullmatch(t) for t in copy)
+    assert len(copy) >= 200 and all(re.fullmatch(r"[0-9a-f]{64}", d) for d in copy)
     if HELDOUT_SHARED.is_file():  # a fresh clone has no ../shared/: the copy stands alone
-        missing = sorted(_thread_ids(HELDOUT_SHARED) - copy)
+        missing = sorted(t for t in _thread_ids(HELDOUT_SHARED) if digest(t) not in copy)
         assert not missing, f"{HELDOUT_COPY} lacks held-out threads: {missing}"
 
 
 def test_corpus_real_names_no_heldout_thread() -> None:
-    heldout = _thread_ids(HELDOUT_COPY)
-    if HELDOUT_SHARED.is_file():
-        heldout |= _thread_ids(HELDOUT_SHARED)
-    assert heldout_threads_named(REAL, heldout) == []
+    assert heldout_threads_named(REAL, heldout_digests()) == []
 
 
 def test_a_heldout_thread_is_caught(tmp_path: Path) -> None:
-    # the check above must be able to fail: a label naming a held-out thread, in any case
-    heldout = sorted(_thread_ids(HELDOUT_COPY))
-    owner_repo, number = heldout[0].split("#")
+    # the check above must be able to fail: a label naming a held-out thread, in any case,
+    # in its source or its origin's URL
+    banned = {digest("example-owner/banned-repo#7")}
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "a.log").write_text("step 1 loss 2.0\n")
     (tmp_path / "logs" / "b.log").write_text("step 1 loss 2.0\n")
     (tmp_path / "labels.toml").write_text(
-        f'[[log]]\npath = "logs/a.log"\nexpected = "none"\nsource = "{heldout[0].upper()}"\n'
+        '[[log]]\npath = "logs/a.log"\nexpected = "none"\nsource = "Example-Owner/Banned-Repo#7"\n'
         'origin = "reconstructed from https://github.com/example/other/issues/1"\n'
-        f'[[log]]\npath = "logs/b.log"\nexpected = "none"\nsource = "example/other#2"\n'
-        f'origin = "reconstructed from https://github.com/{owner_repo}/issues/{number}"\n')
-    named = heldout_threads_named(tmp_path, set(heldout))
-    assert named == [f"a.log: {heldout[0].upper()}", f"b.log: {heldout[0]}"]
+        '[[log]]\npath = "logs/b.log"\nexpected = "none"\nsource = "example/other#2"\n'
+        'origin = "reconstructed from https://github.com/example-owner/banned-repo/issues/7"\n')
+    named = heldout_threads_named(tmp_path, banned)
+    assert named == ["a.log: Example-Owner/Banned-Repo#7", "b.log: example-owner/banned-repo#7"]
 
 
 def test_corpus_real_also_is_really_in_the_log() -> None:
