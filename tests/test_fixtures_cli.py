@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from samples import OOM
 
 from triage.cli import main
 from triage.engine import analyze_text
@@ -25,13 +26,6 @@ HF = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
 WANDB = "0f3c9a1b2d4e6f708192a3b4c5d6e7f801234567"
 AKIA = "AKIAIOSFODNN7EXAMPLE"
 SECRETS = (HF, WANDB, AKIA)
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-       "total capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
-       "this process has 78.12 GiB memory in use. Of the allocated memory 71.02 GiB is "
-       "allocated by PyTorch, and 4.53 GiB is reserved by PyTorch but unallocated. If reserved "
-       "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF="
-       "expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-       "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
 
 
 def crash_log() -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from samples import OOM_LINE, OOM_LOG
 
 from triage import __version__
 from triage.cli import main
@@ -30,19 +31,6 @@ from triage.report import github as gh
 from triage.report import junit, markdown, render_to_string, sarif
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-       "total capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
-       "this process has 78.12 GiB memory in use. Of the allocated memory 71.02 GiB is "
-       "allocated by PyTorch, and 4.53 GiB is reserved by PyTorch but unallocated. If reserved "
-       "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF="
-       "expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-       "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
-OOM_LOG = ("step 10 loss 2.3100\n"
-           "Traceback (most recent call last):\n"
-           '  File "/work/train.py", line 88, in <module>\n'
-           "    loss = model(**batch).loss\n"
-           f"{OOM}\n")
-OOM_LINE = 5
 HEALTHY_LOG = "step 1 loss 2.0000\nstep 2 loss 1.9000\nTraining completed.\n"
 HF = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import xmlschema  # the dev extra installs it: a missing validator fails, never skips
+from samples import OOM_LINE, OOM_LOG
 
 from triage.cli import main
 from triage.engine import analyze, analyze_text
@@ -21,19 +22,6 @@ from triage.model import Confidence, Diagnosis, EndState, Evidence, Report, Sour
 from triage.report import junit
 
 XSD = Path(__file__).parent / "data" / "junit-10.xsd"
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-       "total capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
-       "this process has 78.12 GiB memory in use. Of the allocated memory 71.02 GiB is "
-       "allocated by PyTorch, and 4.53 GiB is reserved by PyTorch but unallocated. If reserved "
-       "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF="
-       "expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-       "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
-OOM_LOG = ("step 10 loss 2.3100\n"
-           "Traceback (most recent call last):\n"
-           '  File "/work/train.py", line 88, in <module>\n'
-           "    loss = model(**batch).loss\n"
-           f"{OOM}\n")
-OOM_LINE = 5
 
 
 @pytest.fixture(scope="module")
