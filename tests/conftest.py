@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -41,6 +44,11 @@ settings.load_profile(hypothesis_profile(os.environ))
 # files). tests/history turns it on, per test, in a temporary state folder.
 os.environ["TRIAGE_HISTORY"] = "off"
 os.environ.pop("TRIAGE_HISTORY_URL", None)
+# Nor the user's ~/.cache: the compiled scan database goes to one folder for the session
+# (compiled once, shared by the triage subprocesses the tests start), removed at exit.
+_CACHE = tempfile.mkdtemp(prefix="triage-test-cache-")
+os.environ["TRIAGE_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def check_golden(path: Path, text: str) -> None:
