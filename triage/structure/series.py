@@ -67,11 +67,13 @@ class SeriesReader:
         stripped = text.strip()
         if not stripped:
             return None
-        if "loss" in stripped.lower() and not any(ch.isdigit() for ch in stripped[:1]):
-            self._header(key, stripped)
+        if not stripped[:1].isdigit():
+            # a header names a loss column; checked without lower-casing every line
+            if "loss" in stripped or "Loss" in stripped or "LOSS" in stripped:
+                self._header(key, stripped)
             return None
         table = self._tables.get(key)
-        if table is None or not stripped[:1].isdigit():
+        if table is None:
             return None
         cells = [c for c in _SPLIT.split(stripped) if c]
         if len(cells) != table.width or not all(_NUMBER.match(c) for c in cells):
