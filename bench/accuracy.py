@@ -51,13 +51,33 @@ BENIGN_MIN = 1.0  # share of benign logs with no likely/confirmed diagnosis: all
 # The canonical ids of shared/reference/signatures.md (kept here so the corpus can be
 # checked from a fresh clone, which has no shared/ folder).
 CANONICAL = (
-    "missing-accelerate", "missing-module", "extension-import-error", "cuda-version-mismatch",
-    "hub-unreachable", "fx-tracing-flag-race", "inductor-compile-error",
-    "torch-compile-recompile-limit", "cuda-oom", "host-oom-killed", "dataloader-shm",
-    "dataloader-worker-crash", "cuda-illegal-memory-access", "device-side-assert",
-    "gpu-fell-off-bus", "gpu-ecc-error", "xid-error", "nccl-timeout", "nccl-error",
-    "rendezvous-failure", "torchrun-child-failed", "nan-loss", "checkpoint-save-failed",
-    "checkpoint-load-corrupt", "disk-full", "killed-by-signal", "training-hang",
+    "missing-accelerate",
+    "missing-module",
+    "extension-import-error",
+    "cuda-version-mismatch",
+    "hub-unreachable",
+    "fx-tracing-flag-race",
+    "inductor-compile-error",
+    "torch-compile-recompile-limit",
+    "cuda-oom",
+    "host-oom-killed",
+    "dataloader-shm",
+    "dataloader-worker-crash",
+    "cuda-illegal-memory-access",
+    "device-side-assert",
+    "gpu-fell-off-bus",
+    "gpu-ecc-error",
+    "xid-error",
+    "nccl-timeout",
+    "nccl-error",
+    "rendezvous-failure",
+    "torchrun-child-failed",
+    "nan-loss",
+    "checkpoint-save-failed",
+    "checkpoint-load-corrupt",
+    "disk-full",
+    "killed-by-signal",
+    "training-hang",
     "truncated-unknown",
 )
 BENIGN = "none"
@@ -113,8 +133,13 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return (self.top1 and not self.wrong_confirmed and not self.benign_violation and not self.error
-                and self.root_line is not False)
+        return (
+            self.top1
+            and not self.wrong_confirmed
+            and not self.benign_violation
+            and not self.error
+            and self.root_line is not False
+        )
 
 
 @dataclass
@@ -145,9 +170,14 @@ class Summary:
     @property
     def passed(self) -> bool:
         """Whether the corpus meets every threshold."""
-        return (self.top1 >= self.top1_min and self.top3 >= self.top3_min and self.wrong_confirmed == 0
-                and self.benign_quiet >= self.benign_min and self.errors == 0
-                and self.root_line >= ROOT_LINE_MIN)
+        return (
+            self.top1 >= self.top1_min
+            and self.top3 >= self.top3_min
+            and self.wrong_confirmed == 0
+            and self.benign_quiet >= self.benign_min
+            and self.errors == 0
+            and self.root_line >= ROOT_LINE_MIN
+        )
 
 
 def load_labels(corpus: Path = CORPUS) -> list[Label]:
@@ -165,8 +195,17 @@ def load_labels(corpus: Path = CORPUS) -> list[Label]:
     labels: list[Label] = []
     for i, raw in enumerate(data.get("log", [])):
         where = f"{path} [[log]] #{i + 1}"
-        unknown = set(raw) - {"path", "expected", "alternates", "also", "evidence", "origin", "why",
-                              "source", "root"}
+        unknown = set(raw) - {
+            "path",
+            "expected",
+            "alternates",
+            "also",
+            "evidence",
+            "origin",
+            "why",
+            "source",
+            "root",
+        }
         if unknown:
             raise CorpusError(f"{where}: unknown keys {sorted(unknown)}")
         for key in ("path", "expected", "origin"):
@@ -186,9 +225,19 @@ def load_labels(corpus: Path = CORPUS) -> list[Label]:
         ev = corpus / raw["evidence"] if raw.get("evidence") else None
         if ev is not None and not ev.is_file():
             raise CorpusError(f"{where}: no evidence file {ev}")
-        labels.append(Label(log, raw["expected"], tuple(raw.get("alternates", ())),
-                            tuple(raw.get("also", ())), ev, raw["origin"], raw.get("why", ""),
-                            raw.get("source", ""), raw.get("root", "")))
+        labels.append(
+            Label(
+                log,
+                raw["expected"],
+                tuple(raw.get("alternates", ())),
+                tuple(raw.get("also", ())),
+                ev,
+                raw["origin"],
+                raw.get("why", ""),
+                raw.get("source", ""),
+                raw.get("root", ""),
+            )
+        )
     if not labels:
         raise CorpusError(f"{path}: no [[log]] entries")
     dupes = {lb.path for lb in labels if sum(o.path == lb.path for o in labels) > 1}
@@ -215,8 +264,9 @@ def score_one(label: Label, corpus: Path = CORPUS) -> Result:
     try:
         report: Report = analyze([str(label.path)], rules=get_rules(), facts=_facts(label))
     except Exception as e:  # a crash is a miss, not the end of the benchmark
-        return Result(rel, label.expected, sorted(label.accepted), [], False, False,
-                      error=f"{type(e).__name__}: {e}")
+        return Result(
+            rel, label.expected, sorted(label.accepted), [], False, False, error=f"{type(e).__name__}: {e}"
+        )
     diags = [(d.signature, d.confidence.label, d.role) for d in report.diagnoses]
     sigs = [s for s, _, _ in diags]
     violation = False
@@ -227,19 +277,29 @@ def score_one(label: Label, corpus: Path = CORPUS) -> Result:
         top1 = bool(sigs) and sigs[0] in label.accepted
         top3 = any(s in label.accepted for s in sigs[:3])
     fine = label.accepted | set(label.also)
-    wrong = [d.signature for d in report.diagnoses
-             if d.confidence == Confidence.CONFIRMED and d.signature not in fine]
+    wrong = [
+        d.signature
+        for d in report.diagnoses
+        if d.confidence == Confidence.CONFIRMED and d.signature not in fine
+    ]
     root_line = None
     if label.root:
         top = report.diagnoses[0] if report.diagnoses else None
         first = top.evidence[0].text if top is not None and top.evidence else ""
         root_line = label.root in first
-    return Result(rel, label.expected, sorted(label.accepted), diags, top1, top3, wrong, violation,
-                  root_line=root_line)
+    return Result(
+        rel, label.expected, sorted(label.accepted), diags, top1, top3, wrong, violation, root_line=root_line
+    )
 
 
-def score(corpus: Path = CORPUS, only: str | None = None, *, top1_min: float = TOP1_MIN,
-          top3_min: float = TOP3_MIN, benign_min: float = BENIGN_MIN) -> tuple[list[Result], Summary]:
+def score(
+    corpus: Path = CORPUS,
+    only: str | None = None,
+    *,
+    top1_min: float = TOP1_MIN,
+    top3_min: float = TOP3_MIN,
+    benign_min: float = BENIGN_MIN,
+) -> tuple[list[Result], Summary]:
     """Score every labelled log of `corpus` (optionally those whose path contains `only`).
 
     The thresholds go into the summary, whose `passed` holds the corpus to them.
@@ -250,7 +310,9 @@ def score(corpus: Path = CORPUS, only: str | None = None, *, top1_min: float = T
     sig = [r for r in results if not r.benign]
     ben = [r for r in results if r.benign]
     summary = Summary(
-        logs=len(results), signature_logs=len(sig), benign_logs=len(ben),
+        logs=len(results),
+        signature_logs=len(sig),
+        benign_logs=len(ben),
         top1=sum(r.top1 for r in sig) / len(sig) if sig else 1.0,
         top3=sum(r.top3 for r in sig) / len(sig) if sig else 1.0,
         wrong_confirmed=sum(len(r.wrong_confirmed) for r in results),
@@ -258,9 +320,15 @@ def score(corpus: Path = CORPUS, only: str | None = None, *, top1_min: float = T
         errors=sum(bool(r.error) for r in results),
         seconds=time.perf_counter() - t0,
         root_logs=sum(r.root_line is not None for r in results),
-        root_line=(sum(bool(r.root_line) for r in results if r.root_line is not None)
-                   / n_root if (n_root := sum(r.root_line is not None for r in results)) else 1.0),
-        top1_min=top1_min, top3_min=top3_min, benign_min=benign_min)
+        root_line=(
+            sum(bool(r.root_line) for r in results if r.root_line is not None) / n_root
+            if (n_root := sum(r.root_line is not None for r in results))
+            else 1.0
+        ),
+        top1_min=top1_min,
+        top3_min=top3_min,
+        benign_min=benign_min,
+    )
     return results, summary
 
 
@@ -299,9 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only check the labels (no triage run, no score)")
     ap.add_argument("--top1-min", type=_fraction, default=TOP1_MIN, help=f"top-1 goal (default {TOP1_MIN})")
     ap.add_argument("--top3-min", type=_fraction, default=TOP3_MIN, help=f"top-3 goal (default {TOP3_MIN})")
-    ap.add_argument("--benign-min", type=_fraction, default=BENIGN_MIN,
-                    help="share of benign logs that must get no likely/confirmed diagnosis "
-                         f"(default {BENIGN_MIN}: all)")
+    ap.add_argument(
+        "--benign-min",
+        type=_fraction,
+        default=BENIGN_MIN,
+        help=f"share of benign logs that must get no likely/confirmed diagnosis (default {BENIGN_MIN}: all)",
+    )
     args = ap.parse_args(argv)
     if args.check:
         try:
@@ -312,8 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n} labels ok")
         return 0
     try:
-        results, s = score(args.corpus, args.only, top1_min=args.top1_min, top3_min=args.top3_min,
-                           benign_min=args.benign_min)
+        results, s = score(
+            args.corpus, args.only, top1_min=args.top1_min, top3_min=args.top3_min, benign_min=args.benign_min
+        )
     except CorpusError as e:
         print(f"accuracy: {e}", file=sys.stderr)
         return 2
@@ -321,20 +393,24 @@ def main(argv: list[str] | None = None) -> int:
         if not args.misses or not r.ok:
             print(_fmt(r))
     print()
-    print(f"logs {s.logs} ({s.signature_logs} with a signature, {s.benign_logs} benign) "
-          f"in {s.seconds:.2f} s")
+    print(f"logs {s.logs} ({s.signature_logs} with a signature, {s.benign_logs} benign) in {s.seconds:.2f} s")
     print(f"top-1 {s.top1:.3f} (goal >= {s.top1_min})   top-3 {s.top3:.3f} (goal >= {s.top3_min})")
     # with the default goal (all quiet) the line reads as it always has
-    benign_goal = ("(goal 0)" if s.benign_min >= 1.0
-                   else f"benign quiet {s.benign_quiet:.3f} (goal >= {s.benign_min})")
-    print(f"wrong confirmed {s.wrong_confirmed} (goal 0)   benign violations "
-          f"{s.benign_violations}/{s.benign_logs} {benign_goal}   crashes {s.errors}")
+    benign_goal = (
+        "(goal 0)" if s.benign_min >= 1.0 else f"benign quiet {s.benign_quiet:.3f} (goal >= {s.benign_min})"
+    )
+    print(
+        f"wrong confirmed {s.wrong_confirmed} (goal 0)   benign violations "
+        f"{s.benign_violations}/{s.benign_logs} {benign_goal}   crashes {s.errors}"
+    )
     if s.root_logs:
         print(f"root error line first evidence {s.root_line:.3f} of {s.root_logs} (goal >= {ROOT_LINE_MIN})")
     print("PASS" if s.passed else "FAIL")
     if args.json:
-        payload = {"summary": asdict(s) | {"passed": s.passed},
-                   "results": [asdict(r) | {"ok": r.ok} for r in results]}
+        payload = {
+            "summary": asdict(s) | {"passed": s.passed},
+            "results": [asdict(r) | {"ok": r.ok} for r in results],
+        }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0 if s.passed else 1
 

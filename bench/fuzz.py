@@ -24,15 +24,38 @@ sys.path.insert(0, str(ROOT))
 from triage.engine import analyze_text, get_rules  # noqa: E402
 
 TOKENS = [
-    b"\n", b"\r", b"\r\n", b"\x1b[31m", b"\x1b]0;t\x07", b"\x00", b"\xff\xfe", b"[rank3]: ",
-    b"[default1]:", b"7: ", b"[1,0]<stderr>:", b"Traceback (most recent call last):\n",
-    b'  File "a.py", line 1, in f\n', b"RuntimeError: ", b"CUDA out of memory", b"Killed\n",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\x1b[31m",
+    b"\x1b]0;t\x07",
+    b"\x00",
+    b"\xff\xfe",
+    b"[rank3]: ",
+    b"[default1]:",
+    b"7: ",
+    b"[1,0]<stderr>:",
+    b"Traceback (most recent call last):\n",
+    b'  File "a.py", line 1, in f\n',
+    b"RuntimeError: ",
+    b"CUDA out of memory",
+    b"Killed\n",
     b"100%|####| 10/10 [00:01<00:00]",
     b"During handling of the above exception, another exception occurred:\n",
-    b"Root Cause (first observed failure):\n", b"  exitcode  : -9 (pid: 1)\n", b"=" * 60 + b"\n",
-    b"E1129 13:02:11.123 1 a.cc:1] ", b"loss nan", b"step 12 ", b"\\n", b"NCCL WARN ",
-    b"Exception raised from f at a.cpp:1 (most recent call first):\n", b"what():  ",
-    b"a" * 5000, b" " * 3000, b"\t", b"\xe2\x96\x88" * 50,
+    b"Root Cause (first observed failure):\n",
+    b"  exitcode  : -9 (pid: 1)\n",
+    b"=" * 60 + b"\n",
+    b"E1129 13:02:11.123 1 a.cc:1] ",
+    b"loss nan",
+    b"step 12 ",
+    b"\\n",
+    b"NCCL WARN ",
+    b"Exception raised from f at a.cpp:1 (most recent call first):\n",
+    b"what():  ",
+    b"a" * 5000,
+    b" " * 3000,
+    b"\t",
+    b"\xe2\x96\x88" * 50,
 ]
 
 
@@ -60,7 +83,7 @@ def mutate(rng: random.Random, seeds: list[bytes]) -> bytes:
         elif op == 3:
             other = rng.choice(seeds)
             k = rng.randrange(len(other) + 1)
-            data[i:i] = other[k:k + rng.randrange(400)]
+            data[i:i] = other[k : k + rng.randrange(400)]
         elif op == 4:
             data = data[:i]
         else:
@@ -95,8 +118,10 @@ def main() -> int:
         slowest = max(slowest, time.perf_counter() - t)
         if i and i % 100_000 == 0:
             print(f"{i} inputs, {failures} failures, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
-    print(f"fuzz: {args.n} inputs, {failures} failures, slowest input {slowest * 1000:.0f} ms, "
-          f"{time.time() - t0:.0f} s, seed {args.seed}, {len(seeds)} corpus files")
+    print(
+        f"fuzz: {args.n} inputs, {failures} failures, slowest input {slowest * 1000:.0f} ms, "
+        f"{time.time() - t0:.0f} s, seed {args.seed}, {len(seeds)} corpus files"
+    )
     return 1 if failures else 0
 
 

@@ -19,19 +19,19 @@ def snapshot_lines(snap: dict[str, Any]) -> list[str]:
     g = snap.get("gpus") or {}
     if not isinstance(g, dict):
         return [f"gpus: {g!r}"]
-    lines = [f"source {g.get('source')} driver {g.get('driver_version')} "
-             f"cuda {g.get('cuda_driver_version')}"]
+    lines = [f"source {g.get('source')} driver {g.get('driver_version')} cuda {g.get('cuda_driver_version')}"]
     for d in g.get("devices") or []:
-        lines.append(f"gpu {d.get('index')} {d.get('name')} {d.get('memory_used_mib')}/"
-                     f"{d.get('memory_total_mib')} MiB util {d.get('utilization_pct')}% "
-                     f"temp {d.get('temperature_c')}C")
+        lines.append(
+            f"gpu {d.get('index')} {d.get('name')} {d.get('memory_used_mib')}/"
+            f"{d.get('memory_total_mib')} MiB util {d.get('utilization_pct')}% "
+            f"temp {d.get('temperature_c')}C"
+        )
     return lines
 
 
 def repro_lines(out: dict[str, Any]) -> list[str]:
     """What the scenario run found: reproduced/fixed, the top diagnosis, why if skipped."""
-    keys = ("scenario", "fix", "reproduced", "fixed", "top", "ok", "exit_status", "seconds",
-            "killed_by")
+    keys = ("scenario", "fix", "reproduced", "fixed", "top", "ok", "exit_status", "seconds", "killed_by")
     lines = [" ".join(f"{k}={out.get(k)}" for k in keys)]
     if out.get("skipped"):
         lines.append(f"skipped: {out['skipped']}")
@@ -42,8 +42,7 @@ def repro_lines(out: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     """Print the lines; exit 1 when the file is missing or not JSON (the step failed)."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind", choices=("snapshot", "repro"))
     p.add_argument("file")
     args = p.parse_args()

@@ -49,8 +49,12 @@ def per_triage(url: str, n: int, tmp: Path) -> tuple[float, float]:
         analyze([str(log)], facts=facts)
         plain.append(time.perf_counter() - t)
         t = time.perf_counter()
-        h = History(derive_run([str(log)], name=f"bench-{i % 4}"), url=url, facts=facts,
-                    warn=lambda w: sys.exit(f"history failed: {w}"))
+        h = History(
+            derive_run([str(log)], name=f"bench-{i % 4}"),
+            url=url,
+            facts=facts,
+            warn=lambda w: sys.exit(f"history failed: {w}"),
+        )
         h.finish(analyze([str(log)], facts=facts, recall=h.recall))
         with_history.append(time.perf_counter() - t)
     return statistics.median(plain) * 1e3, statistics.median(with_history) * 1e3
@@ -81,8 +85,10 @@ def concurrent(target: object, where: str, procs: int, each: int) -> tuple[float
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(procs + 1)
     report = analyze_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB")
-    ps = [ctx.Process(target=target, args=(where, i, each, report, barrier))  # type: ignore[arg-type]
-          for i in range(procs)]
+    ps = [
+        ctx.Process(target=target, args=(where, i, each, report, barrier))  # type: ignore[arg-type]
+        for i in range(procs)
+    ]
     for p in ps:
         p.start()
     barrier.wait()
@@ -122,14 +128,15 @@ def main() -> None:
         store = open_store(url)
         stored = store.count()
         store.close()
-        print(f"| {name} | {wall:.2f} | {total / wall:.0f} | {stored} | "
-              f"{sum(c != 0 for c in codes)} |")
+        print(f"| {name} | {wall:.2f} | {total / wall:.0f} | {stored} | {sum(c != 0 for c in codes)} |")
     path = str(tmp / "crashes.jsonl")
     wall, codes = concurrent(_jsonl, path, args.procs, args.each)
     with open(path, encoding="utf-8") as fh:
         lines = sum(1 for _ in fh)
-    print(f"| JSON lines + flock (a script's) | {wall:.2f} | {total / wall:.0f} | {lines} | "
-          f"{sum(c != 0 for c in codes)} |")
+    print(
+        f"| JSON lines + flock (a script's) | {wall:.2f} | {total / wall:.0f} | {lines} | "
+        f"{sum(c != 0 for c in codes)} |"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ RUNS = 5
 
 def write_page(paths: list[Path], out: Path) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "triage", "logs", *map(str, paths), "--format", "html",
-                    "-o", str(out)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "triage", "logs", *map(str, paths), "--format", "html", "-o", str(out)],
+        check=True,
+    )
     return time.perf_counter() - t
 
 
@@ -45,8 +47,9 @@ def load_ms(browser: object, path: Path) -> tuple[float, float]:
         page.goto(path.resolve().as_uri(), wait_until="load")
         nav = page.evaluate("performance.getEntriesByType('navigation')[0].toJSON()")
         # the first frame drawn after load, from the navigation's start
-        fcp = page.evaluate("new Promise(r => requestAnimationFrame(() => "
-                            "requestAnimationFrame(() => r(performance.now()))))")
+        fcp = page.evaluate(
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"
+        )
         loads.append(nav["loadEventEnd"])
         paints.append(fcp)
         page.close()
@@ -80,9 +83,18 @@ def main() -> int:
     print("| log | page KiB | write s | page load ms | page frame ms | raw log KiB | raw load ms |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                    "--disable-component-update", "--disable-sync", "--no-first-run"])
+        b = p.chromium.launch(
+            executable_path=chromium,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         for i, (name, paths, raw) in enumerate(cases):
             out = work / f"page{i}.html"
             wrote = write_page(paths, out)
@@ -90,8 +102,10 @@ def main() -> int:
             size = raw.stat().st_size
             # a browser shown a 512 MiB text file takes minutes and gigabytes: not measured
             raw_ms = f"{load_ms(b, raw)[0]:.0f}" if size < 64 << 20 else "n/a"
-            print(f"| {name} | {out.stat().st_size / 1024:.0f} | {wrote:.2f} | {load:.0f} | {fcp:.0f} | "
-                  f"{size / 1024:.0f} | {raw_ms} |")
+            print(
+                f"| {name} | {out.stat().st_size / 1024:.0f} | {wrote:.2f} | {load:.0f} | {fcp:.0f} | "
+                f"{size / 1024:.0f} | {raw_ms} |"
+            )
         b.close()
     return 0
 

@@ -27,8 +27,7 @@ from triage.evidence import facts_from_snapshot, load_snapshot  # noqa: E402
 from triage.fixtures import discover  # noqa: E402
 from triage.report.json import render  # noqa: E402
 
-CORPORA = ("corpus", "corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4",
-           "corpus_real")
+CORPORA = ("corpus", "corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4", "corpus_real")
 
 
 def logs() -> list[tuple[str, Path, Path | None]]:
@@ -60,8 +59,9 @@ def dump(dest: Path) -> None:
 
 def diff(a: Path, b: Path) -> int:
     bad = 0
-    names = sorted({p.relative_to(a) for p in a.rglob("*.json")}
-                   | {p.relative_to(b) for p in b.rglob("*.json")})
+    names = sorted(
+        {p.relative_to(a) for p in a.rglob("*.json")} | {p.relative_to(b) for p in b.rglob("*.json")}
+    )
     for n in names:
         pa, pb = a / n, b / n
         if not pa.exists() or not pb.exists() or pa.read_text() != pb.read_text():
@@ -69,10 +69,15 @@ def diff(a: Path, b: Path) -> int:
             print(f"differs: {n}")
     print(f"{len(names)} reports, {bad} differ")
     for side in (a, b):
-        fast_vs_full = [p.name for p in sorted((side / "fast").glob("*.json"))
-                        if _verdict(p) != _verdict(side / "full" / p.name)]
-        print(f"{side}: forced fast path and full read disagree on {len(fast_vs_full)}: "
-              + " ".join(fast_vs_full[:20]))
+        fast_vs_full = [
+            p.name
+            for p in sorted((side / "fast").glob("*.json"))
+            if _verdict(p) != _verdict(side / "full" / p.name)
+        ]
+        print(
+            f"{side}: forced fast path and full read disagree on {len(fast_vs_full)}: "
+            + " ".join(fast_vs_full[:20])
+        )
     return 1 if bad else 0
 
 
@@ -82,8 +87,13 @@ def _verdict(p: Path) -> object:
     if not p.exists():
         return None
     doc = json.loads(p.read_text())
-    return ([(d["signature"], d["confidence"], d["role"], [e.get("line") for e in d["evidence"]])
-             for d in doc["diagnoses"]], doc["end_state"])
+    return (
+        [
+            (d["signature"], d["confidence"], d["role"], [e.get("line") for e in d["evidence"]])
+            for d in doc["diagnoses"]
+        ],
+        doc["end_state"],
+    )
 
 
 def main() -> int:

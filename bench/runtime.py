@@ -51,9 +51,7 @@ def attended_pairs(
     if attention != "flex":
         return float(rows * q * kv), kept
     bm = flex_mask(anchors, keep, seq, cfg.block_size)
-    tiles = bm.kv_num_blocks.sum() + (
-        bm.full_kv_num_blocks.sum() if bm.full_kv_num_blocks is not None else 0
-    )
+    tiles = bm.kv_num_blocks.sum() + (bm.full_kv_num_blocks.sum() if bm.full_kv_num_blocks is not None else 0)
     tile_q, tile_kv = bm.BLOCK_SIZE
     return float(tiles) * tile_q * tile_kv, kept
 
@@ -144,9 +142,7 @@ def bench(cfg: Config, attention: str, device: str, steps: int, warmup: int) -> 
 
 def main() -> int:
     """Run the benchmark for each attention backend and print one JSON line each."""
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="tiny")
     p.add_argument("--device", default="cpu")
     p.add_argument("--steps", type=int, default=20)

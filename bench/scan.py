@@ -49,10 +49,15 @@ def _steps_body() -> bytes:
     block = []
     for step in range(1, 2001):
         r = step % 8
-        block.append(f"[default{r}]:step {step} loss {2.0 / (1 + step * 1e-4):.4f} acc 0.61 "
-                     f"tok/s 21512 lr 3.0e-4 grad_norm 0.91\n")
-        bar = "".join(f"[default{r}]:Epoch 1: {p:3d}%|{'#' * (p // 10):10s}| {p}/100 "
-                      f"[00:{p % 60:02d}<00:10,  4.51it/s]\r" for p in (step % 100, (step + 1) % 100))
+        block.append(
+            f"[default{r}]:step {step} loss {2.0 / (1 + step * 1e-4):.4f} acc 0.61 "
+            f"tok/s 21512 lr 3.0e-4 grad_norm 0.91\n"
+        )
+        bar = "".join(
+            f"[default{r}]:Epoch 1: {p:3d}%|{'#' * (p // 10):10s}| {p}/100 "
+            f"[00:{p % 60:02d}<00:10,  4.51it/s]\r"
+            for p in (step % 100, (step + 1) % 100)
+        )
         block.append(bar + "\n")
         block.append(f"node17:{1000 + r}:{2000 + r} [{r}] NCCL INFO Channel 00/02 :    0   1   2   3\n")
     return "".join(block).encode()
@@ -68,21 +73,26 @@ def _ranks_logging_body() -> bytes:
         x = rng.random()
         step = 100 + i
         if x < 0.55:
-            line = (f"INFO:pkg.train:step {step} loss {2.41 - i * 1e-4:.2f} acc 0.31 grad_norm "
-                    f"{1.07 + rng.random() / 10:.2f} lr 6.00e-04 tok/s {21000 + rng.randrange(1000)}")
+            line = (
+                f"INFO:pkg.train:step {step} loss {2.41 - i * 1e-4:.2f} acc 0.31 grad_norm "
+                f"{1.07 + rng.random() / 10:.2f} lr 6.00e-04 tok/s {21000 + rng.randrange(1000)}"
+            )
         elif x < 0.75:
-            line = "".join(f"{p:3d}%|{'#' * (p // 10):10s}| {p * 10}/1000 [00:{p % 60:02d}<01:40, "
-                           f"9.8it/s]\r" for p in (i % 97, i % 97 + 1, i % 97 + 2))
+            line = "".join(
+                f"{p:3d}%|{'#' * (p // 10):10s}| {p * 10}/1000 [00:{p % 60:02d}<01:40, 9.8it/s]\r"
+                for p in (i % 97, i % 97 + 1, i % 97 + 2)
+            )
         elif x < 0.90:
-            line = (f"node17:{1000 + r}:{2000 + r} [{r}] NCCL INFO Channel {i % 32:02d}/32 : "
-                    f"{r} {(r + 1) % 8} {(r + 2) % 8} via P2P/CUMEM/read")
+            line = (
+                f"node17:{1000 + r}:{2000 + r} [{r}] NCCL INFO Channel {i % 32:02d}/32 : "
+                f"{r} {(r + 1) % 8} {(r + 2) % 8} via P2P/CUMEM/read"
+            )
         elif x < 0.97:
             line = f"W1129 12:13:{i % 60:02d}.{i:06d} {24000 + r} pkg/logger.py:93] heartbeat ok"
         elif x < 0.985:
             line = f"INFO:pkg.ckpt:Saving checkpoint to /ckpt/step_{step}/model.safetensors"
         else:
-            line = ("`use_cache=True` is incompatible with gradient checkpointing. "
-                    "Setting `use_cache=False`.")
+            line = "`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`."
         out.append(f"[rank{r}]:{line}\n")
     return "".join(out).encode()
 
@@ -91,8 +101,10 @@ def _warning_body() -> bytes:
     out = []
     for i in range(2000):
         if i % 20 == 0:
-            out.append("/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: "
-                       "None of the inputs have requires_grad=True. Gradients will be None\n")
+            out.append(
+                "/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: "
+                "None of the inputs have requires_grad=True. Gradients will be None\n"
+            )
         else:
             out.append(f"step {i} loss {2.0 - i * 1e-4:.4f} acc 0.61 tok/s 21512 lr 3.0e-4\n")
     return "".join(out).encode()
@@ -103,14 +115,19 @@ def _timestamped_body() -> bytes:
     for i in range(3000):
         ms = f"2026-11-29 12:{i // 60 % 60:02d}:{i % 60:02d},{i % 1000:03d}"
         if i % 3 == 0:
-            out.append(f"[{ms}] [INFO] [logging.py:128:log_dist] [Rank 0] step={i}, skipped=0, "
-                       f"lr=[0.0003], mom=[(0.9, 0.95)]\n")
+            out.append(
+                f"[{ms}] [INFO] [logging.py:128:log_dist] [Rank 0] step={i}, skipped=0, "
+                f"lr=[0.0003], mom=[(0.9, 0.95)]\n"
+            )
         elif i % 3 == 1:
-            out.append(f"{ms} - INFO - __main__ - step {i} loss {2.0 - i * 1e-4:.4f} "
-                       "grad_norm 0.93 tok/s 21400\n")
+            out.append(
+                f"{ms} - INFO - __main__ - step {i} loss {2.0 - i * 1e-4:.4f} grad_norm 0.93 tok/s 21400\n"
+            )
         else:
-            out.append(f"[{ms}] [INFO] [timer.py:260:stop] epoch=0/micro_step={i}/global_step={i}, "
-                       "RunningAvgSamplesPerSec=96.1, CurrSamplesPerSec=95.8, MemAllocated=21.3GB\n")
+            out.append(
+                f"[{ms}] [INFO] [timer.py:260:stop] epoch=0/micro_step={i}/global_step={i}, "
+                "RunningAvgSamplesPerSec=96.1, CurrSamplesPerSec=95.8, MemAllocated=21.3GB\n"
+            )
     return "".join(out).encode()
 
 
@@ -127,13 +144,20 @@ def generate(path: Path, mib: int, shape: str) -> None:
                 if r == 3:
                     f.write(cascade)
         return
-    body = {"steps": _steps_body, "ranks-logging": _ranks_logging_body, "warning": _warning_body,
-            "timestamped": _timestamped_body, "long-line": _steps_body}[shape]()
+    body = {
+        "steps": _steps_body,
+        "ranks-logging": _ranks_logging_body,
+        "warning": _warning_body,
+        "timestamped": _timestamped_body,
+        "long-line": _steps_body,
+    }[shape]()
     with open(path, "wb") as f:
         if shape == "long-line":
             _fill(f, body, target // 2)
-            bar = b"".join(f"{p % 100:3d}%|{'#' * (p % 100 // 10):10s}| {p}/99999 [00:10<00:10, "
-                           f"4.5it/s]\r".encode() for p in range(1000))
+            bar = b"".join(
+                f"{p % 100:3d}%|{'#' * (p % 100 // 10):10s}| {p}/99999 [00:10<00:10, 4.5it/s]\r".encode()
+                for p in range(1000)
+            )
             _fill(f, bar, 64 << 20)
             f.write(b"\n")
             _fill(f, body, target // 2 - (64 << 20))
@@ -178,14 +202,24 @@ def main() -> int:
     args = ap.parse_args()
     triage = [sys.executable, "-m", "triage"]
     pats = Path(tempfile.gettempdir()) / "triage-patterns.txt"
-    pats.write_text(subprocess.run([*triage, "rules", "export", "--grep"], capture_output=True,
-                                   text=True, check=True).stdout)
-    logs = [("log", args.log)] if args.log else [
-        (sh, Path(tempfile.gettempdir()) / f"triage-bench-{sh}-{args.mib}mib.log")
-        for sh in (args.shape or SHAPES)]
+    pats.write_text(
+        subprocess.run(
+            [*triage, "rules", "export", "--grep"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    logs = (
+        [("log", args.log)]
+        if args.log
+        else [
+            (sh, Path(tempfile.gettempdir()) / f"triage-bench-{sh}-{args.mib}mib.log")
+            for sh in (args.shape or SHAPES)
+        ]
+    )
     print(f"patterns: {sum(1 for _ in pats.open())}; best of {args.repeat}")
-    print(f"{'shape':14s} {'MiB':>5s} {'command':20s} {'wall s':>7s} {'cpu s':>6s} {'MB/s':>6s} "
-          f"{'peak RSS MiB':>12s} {'x grep':>6s} {'cpu x':>6s} rc  top diagnosis")
+    print(
+        f"{'shape':14s} {'MiB':>5s} {'command':20s} {'wall s':>7s} {'cpu s':>6s} {'MB/s':>6s} "
+        f"{'peak RSS MiB':>12s} {'x grep':>6s} {'cpu x':>6s} rc  top diagnosis"
+    )
     for shape, log in logs:
         if not log.exists():
             print(f"generating {log} ...", file=sys.stderr)
@@ -193,8 +227,10 @@ def main() -> int:
         files = sorted(log.iterdir()) if log.is_dir() else [log]
         size = sum(p.stat().st_size for p in files) / (1 << 20)
         subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)  # page cache
-        cmds = {"grep -E -f": ["grep", "-E", "-c", "-r", "-f", str(pats), str(log)],
-                "triage logs": [*triage, "logs", str(log), "--format", "json"]}
+        cmds = {
+            "grep -E -f": ["grep", "-E", "-c", "-r", "-f", str(pats), str(log)],
+            "triage logs": [*triage, "logs", str(log), "--format", "json"],
+        }
         if args.tail:
             cmds["triage logs --quick"] = [*triage, "logs", str(log), "--quick", "--format", "json"]
         rows = []
@@ -204,9 +240,12 @@ def main() -> int:
         grep_wall, grep_cpu = rows[0][1], rows[0][2]
         for name, wall, cpu, rss, rc, out in rows:
             verdict = top(out) if name.startswith("triage") else ""
-            print(f"{shape:14s} {size:5.0f} {name:20s} {wall:7.2f} {cpu:6.2f} {size / wall:6.0f} "
-                  f"{rss:12d} {wall / grep_wall:6.2f} {cpu / max(grep_cpu, 1e-3):6.2f} {rc:2d}  "
-                  f"{verdict}", flush=True)
+            print(
+                f"{shape:14s} {size:5.0f} {name:20s} {wall:7.2f} {cpu:6.2f} {size / wall:6.0f} "
+                f"{rss:12d} {wall / grep_wall:6.2f} {cpu / max(grep_cpu, 1e-3):6.2f} {rc:2d}  "
+                f"{verdict}",
+                flush=True,
+            )
     return 0
 
 

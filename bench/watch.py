@@ -53,17 +53,21 @@ import uuid
 from pathlib import Path
 
 PY = sys.executable
-TB = (b"Traceback (most recent call last):\n"
-      b'  File "/app/drafter.py", line 88, in run\n'
-      b"    out = self.attn(q, k, v, block_mask=mask)\n"
-      b"RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized "
-      b"function. This is not supported at the moment.\n")
+TB = (
+    b"Traceback (most recent call last):\n"
+    b'  File "/app/drafter.py", line 88, in run\n'
+    b"    out = self.attn(q, k, v, block_mask=mask)\n"
+    b"RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized "
+    b"function. This is not supported at the moment.\n"
+)
 
 
 def step_lines(start: int, n: int, grad_norm: bool) -> bytes:
     extra = b" grad_norm 0.93" if grad_norm else b""
-    return b"".join(b"[rank0]: step %d loss 2.%04d acc 0.61 tok/s 21512 lr 3e-4%s\n"
-                    % (i, i % 9999, extra) for i in range(start, start + n))
+    return b"".join(
+        b"[rank0]: step %d loss 2.%04d acc 0.61 tok/s 21512 lr 3e-4%s\n" % (i, i % 9999, extra)
+        for i in range(start, start + n)
+    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -75,9 +79,11 @@ class Watcher:
     """A headless watcher subprocess whose events are read in a thread, timestamped."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([PY, "-m", "triage", "watch", *args, "--no-tui",
-                                      "--no-snapshot"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [PY, "-m", "triage", "watch", *args, "--no-tui", "--no-snapshot"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.events: list[tuple[float, dict]] = []
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
@@ -108,8 +114,9 @@ def is_fx(e: dict) -> bool:
     return e.get("event") == "diagnosis" and e.get("signature") == "fx-tracing-flag-race"
 
 
-def stream(path: Path, rate: float, seconds: float, grad_norm: bool,
-           error_at: float | None = None) -> float | None:
+def stream(
+    path: Path, rate: float, seconds: float, grad_norm: bool, error_at: float | None = None
+) -> float | None:
     """Append `rate` bytes/s for `seconds`; return the wall time the error was written."""
     per_slice = int(rate / 10)
     line_len = len(step_lines(1, 1, grad_norm))
@@ -147,8 +154,12 @@ def bench_cpu(seconds: float, rate: float, grad_norm: bool) -> dict:
     size = log.stat().st_size
     w.stop()
     shutil.rmtree(d, ignore_errors=True)
-    return {"grad_norm_every_line": grad_norm, "rate_mb_s": rate / 1e6,
-            "cpu_share": round((c1 - c0) / (t1 - t0), 4), "bytes": size}
+    return {
+        "grad_norm_every_line": grad_norm,
+        "rate_mb_s": rate / 1e6,
+        "cpu_share": round((c1 - c0) / (t1 - t0), 4),
+        "bytes": size,
+    }
 
 
 def bench_latency_file(trials: int, rate: float) -> list[float]:
@@ -195,8 +206,7 @@ def bench_latency_tmux(trials: int) -> list[float]:
         sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
         (d / "s.py").write_text(TMUX_SCRIPT)
         tm = ["tmux", "-L", sock, "-f", "/dev/null"]
-        subprocess.run([*tm, "new-session", "-d", "-s", "b", f"{PY} {d / 's.py'} {d / 't'}"],
-                       check=True)
+        subprocess.run([*tm, "new-session", "-d", "-s", "b", f"{PY} {d / 's.py'} {d / 't'}"], check=True)
         w = Watcher("--tmux", "b", "--tmux-socket", sock, "--capture", str(d / "cap.log"))
         got = w.wait_event(is_fx, timeout=30)
         w.stop()
@@ -213,8 +223,10 @@ def bench_latency_tmux(trials: int) -> list[float]:
 
 STORY = Path(__file__).resolve().parent.parent / "tests" / "watch" / "scripts" / "story_steps.py"
 CUT = b"Target 0 on cuda:0... T"
-BUSY = ("import time\nfor i in range(10**9):\n print(f'step {i} loss 2.0 tok/s 21000', "
-        "flush=True)\n time.sleep(0.002)")
+BUSY = (
+    "import time\nfor i in range(10**9):\n print(f'step {i} loss 2.0 tok/s 21000', "
+    "flush=True)\n time.sleep(0.002)"
+)
 
 
 def bench_exit_status(deaths: int, load: int) -> dict:
@@ -236,21 +248,26 @@ def bench_exit_status(deaths: int, load: int) -> dict:
             # half the panes die quiet (the story: a cut line, then waiting), half while
             # printing (tmux 3.3a then loses the status most often)
             cmd = f"{PY} {STORY} 3 0.05" if i % 2 == 0 else f"{PY} {busy}"
-            subprocess.run([*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}", cmd],
-                           check=True)
+            subprocess.run([*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}", cmd], check=True)
             cap = d / f"cap{i}.log"
-            s = WatchSession(TmuxSource(f"keep:w{i}", cap, socket=sock), snapshot=False,
-                             status_interval=0.1)
+            s = WatchSession(TmuxSource(f"keep:w{i}", cap, socket=sock), snapshot=False, status_interval=0.1)
             s.start()
             deadline = time.monotonic() + 30
             killed_at = None
             while not s.done and time.monotonic() < deadline:
                 s.poll()
-                if killed_at is None and cap.exists() and (
-                        CUT in cap.read_bytes() or cap.stat().st_size > 20_000):
-                    pid = int(subprocess.run([*tm, "display", "-p", "-t", f"keep:w{i}",
-                                              "#{pane_pid}"], capture_output=True,
-                                             text=True).stdout.strip())
+                if (
+                    killed_at is None
+                    and cap.exists()
+                    and (CUT in cap.read_bytes() or cap.stat().st_size > 20_000)
+                ):
+                    pid = int(
+                        subprocess.run(
+                            [*tm, "display", "-p", "-t", f"keep:w{i}", "#{pane_pid}"],
+                            capture_output=True,
+                            text=True,
+                        ).stdout.strip()
+                    )
                     os.kill(pid, 9)
                     killed_at = time.monotonic()
                 time.sleep(0.02)
@@ -258,8 +275,9 @@ def bench_exit_status(deaths: int, load: int) -> dict:
                 worst = max(worst, time.monotonic() - killed_at)
             if s.run.ended is not None and s.run.ended.signal == "SIGKILL":
                 known += 1
-                sources[s.run.ended.status_from or "unknown"] = sources.get(
-                    s.run.ended.status_from or "unknown", 0) + 1
+                sources[s.run.ended.status_from or "unknown"] = (
+                    sources.get(s.run.ended.status_from or "unknown", 0) + 1
+                )
             if not s.done:
                 s.stop()
     finally:
@@ -267,8 +285,13 @@ def bench_exit_status(deaths: int, load: int) -> dict:
             h.kill()
         subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
-    return {"deaths": deaths, "load_processes": load, "signal_known": known,
-            "told_by": sources, "slowest_end_s": round(worst, 2)}
+    return {
+        "deaths": deaths,
+        "load_processes": load,
+        "signal_known": known,
+        "told_by": sources,
+        "slowest_end_s": round(worst, 2),
+    }
 
 
 def bench_frame_gap(trials: int) -> dict:
@@ -288,8 +311,10 @@ def bench_frame_gap(trials: int) -> dict:
         d = Path(tempfile.mkdtemp(prefix="bench-gap-"))
         sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
         tm = ["tmux", "-L", sock, "-f", "/dev/null"]
-        subprocess.run([*tm, "new-session", "-d", "-s", "story", "-x", "120", "-y", "40",
-                        f"{PY} {STORY} 5 0.3"], check=True)
+        subprocess.run(
+            [*tm, "new-session", "-d", "-s", "story", "-x", "120", "-y", "40", f"{PY} {STORY} 5 0.3"],
+            check=True,
+        )
         cap = d / "cap.log"
         session = WatchSession(TmuxSource("story", cap, socket=sock), snapshot=True)
         app = WatchApp(session)
@@ -302,8 +327,11 @@ def bench_frame_gap(trials: int) -> dict:
                     if time.monotonic() > deadline:
                         return
                     await pilot.pause(0.05)
-                pid = int(subprocess.run([*tm, "display", "-p", "-t", "story", "#{pane_pid}"],
-                                         capture_output=True, text=True).stdout.strip())
+                pid = int(
+                    subprocess.run(
+                        [*tm, "display", "-p", "-t", "story", "#{pane_pid}"], capture_output=True, text=True
+                    ).stdout.strip()
+                )
                 killed = time.monotonic()
                 os.kill(pid, 9)
                 while session.final_report is None and time.monotonic() < killed + 30:
@@ -320,8 +348,12 @@ def bench_frame_gap(trials: int) -> dict:
 
     for i in range(trials):
         asyncio.run(one(i))
-    return {"trials": len(gaps), "max_gap_ms": round(max(gaps) * 1000) if gaps else None,
-            "gaps_ms": [round(g * 1000) for g in gaps], "signals": signals}
+    return {
+        "trials": len(gaps),
+        "max_gap_ms": round(max(gaps) * 1000) if gaps else None,
+        "gaps_ms": [round(g * 1000) for g in gaps],
+        "signals": signals,
+    }
 
 
 HOOK = "cat > /dev/null; date +%s.%N >> {out}"
@@ -336,13 +368,11 @@ def bench_tui_cpu(seconds: float) -> dict:
     out: dict = {}
     for name, rate_lines, rate_bytes in (("10_lines_s", 10, None), ("1_mb_s", None, 1e6)):
         out[name] = _pane_cpu(seconds, rate_lines, rate_bytes, tui=True)
-        out[name]["tail_f_cpu_share"] = _pane_cpu(seconds, rate_lines, rate_bytes,
-                                                  tui=False)["cpu_share"]
+        out[name]["tail_f_cpu_share"] = _pane_cpu(seconds, rate_lines, rate_bytes, tui=False)["cpu_share"]
     return out
 
 
-def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, *,
-              tui: bool) -> dict:
+def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, *, tui: bool) -> dict:
     """CPU share of the process in a 120x40 pane (the TUI or `tail -f`) while the log
     grows at the given rate; for the TUI, the FX error's --on-diagnosis latency too."""
     d = Path(tempfile.mkdtemp(prefix="bench-tui-"))
@@ -350,18 +380,28 @@ def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, 
     log.write_bytes(b"")
     sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
     tm = ["tmux", "-L", sock, "-f", "/dev/null"]
-    cmd = (f"{PY} -m triage watch {log} --no-snapshot "
-           f"--on-diagnosis '{HOOK.format(out=hook_out)}'" if tui else f"tail -f {log}")
-    subprocess.run([*tm, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", cmd],
-                   check=True)
+    cmd = (
+        f"{PY} -m triage watch {log} --no-snapshot --on-diagnosis '{HOOK.format(out=hook_out)}'"
+        if tui
+        else f"tail -f {log}"
+    )
+    subprocess.run([*tm, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", cmd], check=True)
     try:
-        pid = int(subprocess.run([*tm, "display", "-p", "-t", "tui", "#{pane_pid}"],
-                                 capture_output=True, text=True).stdout.strip())
+        pid = int(
+            subprocess.run(
+                [*tm, "display", "-p", "-t", "tui", "#{pane_pid}"], capture_output=True, text=True
+            ).stdout.strip()
+        )
         # not the start-up (imports, rules, first frame): from the first full screen on
         deadline = time.monotonic() + 60
-        while tui and time.monotonic() < deadline and "q quit" not in subprocess.run(
-                [*tm, "capture-pane", "-p", "-t", "tui"], capture_output=True,
-                text=True).stdout:
+        while (
+            tui
+            and time.monotonic() < deadline
+            and "q quit"
+            not in subprocess.run(
+                [*tm, "capture-pane", "-p", "-t", "tui"], capture_output=True, text=True
+            ).stdout
+        ):
             time.sleep(0.2)
         time.sleep(1.0)
         if rate_bytes is not None:
@@ -381,16 +421,16 @@ def _pane_cpu(seconds: float, rate_lines: int | None, rate_bytes: float | None, 
             hook_t = None
         res: dict = {"cpu_share": round((c1 - c0) / (t1 - t0), 4)}
         if tui:
-            res["diagnosis_latency_s"] = (round(hook_t - err_t, 3)
-                                          if hook_t is not None and err_t is not None else None)
+            res["diagnosis_latency_s"] = (
+                round(hook_t - err_t, 3) if hook_t is not None and err_t is not None else None
+            )
         return res
     finally:
         subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _slow(path: Path, per_s: int, seconds: float, first: int,
-          error_at: float | None = None) -> float | None:
+def _slow(path: Path, per_s: int, seconds: float, first: int, error_at: float | None = None) -> float | None:
     """Append `per_s` step lines a second, one at a time; the FX error at `error_at`."""
     t0 = time.monotonic()
     err_t = None
@@ -414,14 +454,21 @@ def main() -> None:
     ap.add_argument("--rate-mb", type=float, default=1.0)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--no-tmux", action="store_true")
-    ap.add_argument("--only", choices=("headless", "death", "tui"),
-                    help="one group of measures (default: headless, the original set)")
+    ap.add_argument(
+        "--only",
+        choices=("headless", "death", "tui"),
+        help="one group of measures (default: headless, the original set)",
+    )
     ap.add_argument("--deaths", type=int, default=50)
     ap.add_argument("--load", type=int, default=2, help="busy processes during the deaths")
     a = ap.parse_args()
     if a.only == "death":
-        print(json.dumps({"exit_status": bench_exit_status(a.deaths, a.load),
-                          "frame_gap": bench_frame_gap(3)}, indent=2))
+        print(
+            json.dumps(
+                {"exit_status": bench_exit_status(a.deaths, a.load), "frame_gap": bench_frame_gap(3)},
+                indent=2,
+            )
+        )
         return
     if a.only == "tui":
         print(json.dumps({"tui": bench_tui_cpu(a.seconds)}, indent=2))
@@ -429,14 +476,18 @@ def main() -> None:
     rate = a.rate_mb * 1e6
     res: dict = {"cpu": [bench_cpu(a.seconds, rate, g) for g in (False, True)]}
     lat = bench_latency_file(a.trials, rate)
-    res["latency_file_s"] = {"trials": [round(x, 3) for x in lat],
-                             "max": round(max(lat), 3) if lat else None,
-                             "median": round(statistics.median(lat), 3) if lat else None}
+    res["latency_file_s"] = {
+        "trials": [round(x, 3) for x in lat],
+        "max": round(max(lat), 3) if lat else None,
+        "median": round(statistics.median(lat), 3) if lat else None,
+    }
     if not a.no_tmux:
         lt = bench_latency_tmux(a.trials)
-        res["latency_tmux_s"] = {"trials": [round(x, 3) for x in lt],
-                                 "max": round(max(lt), 3) if lt else None,
-                                 "median": round(statistics.median(lt), 3) if lt else None}
+        res["latency_tmux_s"] = {
+            "trials": [round(x, 3) for x in lt],
+            "max": round(max(lt), 3) if lt else None,
+            "median": round(statistics.median(lt), 3) if lt else None,
+        }
     print(json.dumps(res, indent=2))
 
 

@@ -101,8 +101,7 @@ def save_checkpoint(folder: str, drafter: Drafter, state: TrainState | None, cfg
     step = state.step if state is not None else cfg.steps
     print(f"Saving checkpoint to {path} at step {step}...", flush=True)
     weights = {
-        reference_name(k): v.detach().to("cpu").contiguous()
-        for k, v in drafter.trainable_state().items()
+        reference_name(k): v.detach().to("cpu").contiguous() for k, v in drafter.trainable_state().items()
     }
     _atomic(path / WEIGHTS, lambda p: save_file(weights, str(p), metadata={"format": "pt"}))
     _atomic(path / CONFIG, lambda p: p.write_text(json.dumps(drafter_config(cfg), indent=2)))
@@ -135,5 +134,4 @@ def read_resume(folder: str) -> Resume:
     if not path.is_file():
         return Resume(step=0, optimizer=None, generator=None)
     state = torch.load(path, map_location="cpu", weights_only=True)
-    return Resume(step=int(state["step"]), optimizer=state.get("optimizer"),
-                  generator=state.get("generator"))
+    return Resume(step=int(state["step"]), optimizer=state.get("optimizer"), generator=state.get("generator"))

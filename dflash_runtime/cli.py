@@ -56,9 +56,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def build_drafters(
-    cfg: Config, targets: list[Any], drafter_devices: list[str], seed: int
-) -> list[Drafter]:
+def build_drafters(cfg: Config, targets: list[Any], drafter_devices: list[str], seed: int) -> list[Drafter]:
     """D drafter replicas with the same initial weights, one per device."""
     torch.manual_seed(seed)
     base = Drafter(cfg, targets[0])
@@ -99,8 +97,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             load_checkpoint(args.resume, d)
         print(f"Resuming from {args.resume} at step {resume.step}...", flush=True)
         if resume.step >= cfg.steps:
-            raise SystemExit(f"{args.resume} is at step {resume.step}: nothing left of --steps "
-                             f"{cfg.steps}")
+            raise SystemExit(f"{args.resume} is at step {resume.step}: nothing left of --steps {cfg.steps}")
     prompts = eval_prompts(cfg, cfg.seed)
     tau_before = evaluate(targets[0], drafters[0], prompts, cfg)[0] if prompts else 0.0
     print(f"acceptance_length before {tau_before:.3f}", flush=True)
@@ -142,9 +139,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "seed": cfg.seed,
         "targets": place.targets,
         "drafters": place.drafters,
-        "world_size": torch.distributed.get_world_size()
-        if torch.distributed.is_initialized()
-        else 1,
+        "world_size": torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1,
         "block_size": cfg.block_size,
         "wall_s": time.perf_counter() - t0,
     }
@@ -202,9 +197,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--device", default="cpu", help="cpu or cuda")
-    common.add_argument(
-        "--target-path", help="local Qwen3 checkpoint folder, loaded with device_map"
-    )
+    common.add_argument("--target-path", help="local Qwen3 checkpoint folder, loaded with device_map")
     common.add_argument("--block-size", type=int)
     common.add_argument("--target-pretrain-steps", type=int)
     common.add_argument("--eval-prompts", type=int)
@@ -217,9 +210,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float)
     t.add_argument("--batch-size", type=int)
     t.add_argument("--num-anchors", type=int)
-    t.add_argument(
-        "--pad-multiple", type=int, help="pad batches to a multiple of this (one shape each)"
-    )
+    t.add_argument("--pad-multiple", type=int, help="pad batches to a multiple of this (one shape each)")
     t.add_argument("--attention", choices=["flex", "sdpa"], default="sdpa")
     t.add_argument("--targets", type=int, default=1, help="target models (threads)")
     t.add_argument("--drafters", type=int, default=1, help="drafter workers (threads)")
@@ -232,9 +223,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
     t.add_argument("--save", help="checkpoint folder")
     t.add_argument("--save-every", type=int, default=0)
-    t.add_argument(
-        "--resume", help="checkpoint folder to continue from (weights, optimiser, step)"
-    )
+    t.add_argument("--resume", help="checkpoint folder to continue from (weights, optimiser, step)")
     t.add_argument("--stall-rank", type=int, default=-1, help="this rank sleeps before a step")
     t.add_argument("--stall-step", type=int, default=2)
     t.add_argument("--stall-seconds", type=float, default=0.0)

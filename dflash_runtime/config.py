@@ -41,9 +41,7 @@ class Config:
     tie_embeddings: bool = False
     target_path: str | None = None  # local checkpoint folder; required by real-size presets
     needs_checkpoint: bool = False
-    target_pretrain_steps: int = (
-        120  # brief training on generated data so the target is predictable
-    )
+    target_pretrain_steps: int = 120  # brief training on generated data so the target is predictable
     target_lr: float = 3e-3
     # Drafter.
     num_draft_layers: int = 2
@@ -93,9 +91,7 @@ class Config:
         if self.pad_token_id < 0:
             self.pad_token_id = self.vocab_size - 2
         if not self.target_layer_ids:
-            self.target_layer_ids = build_target_layer_ids(
-                self.num_target_layers, self.num_draft_layers
-            )
+            self.target_layer_ids = build_target_layer_ids(self.num_target_layers, self.num_draft_layers)
         if len(self.target_layer_ids) != self.num_draft_layers:
             raise ValueError("target_layer_ids needs one layer per draft layer")
         if max(self.target_layer_ids) >= self.num_target_layers:
@@ -169,9 +165,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {},
     # The tiny shapes on a copy task: a drafter must read the target's features to know
     # what follows an anchor (on the Markov chain the anchor alone tells it).
-    "tiny-copy": dict(
-        data_period=12, prompt_len=12, num_samples=1024, target_pretrain_steps=140
-    ),
+    "tiny-copy": dict(data_period=12, prompt_len=12, num_samples=1024, target_pretrain_steps=140),
     # Qwen3-0.6B shapes with random init, for one GPU: throughput and MFU, not quality.
     "small": dict(
         _QWEN3_06B,
@@ -192,7 +186,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
     # Real sizes: shapes are read from the local checkpoint given with --target-path.
     "qwen3-0.6b": dict(
-        _QWEN3_06B, **_REAL_SIZE,
+        _QWEN3_06B,
+        **_REAL_SIZE,
         seq_len=2048,
         pad_multiple=256,
         batch_size=2,

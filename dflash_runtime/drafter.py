@@ -102,9 +102,7 @@ class Drafter(nn.Module):
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
         """The drafter's own weights (without the target's embedding and head)."""
-        return {
-            k: v for k, v in self.state_dict().items() if not k.startswith(("embed.", "lm_head."))
-        }
+        return {k: v for k, v in self.state_dict().items() if not k.startswith(("embed.", "lm_head."))}
 
     def forward(
         self,
@@ -141,8 +139,7 @@ class Drafter(nn.Module):
         for layer in self.layers:
             if self.cfg.activation_checkpointing and self.training and torch.is_grad_enabled():
                 # Keep only each layer's input; recompute its activations in backward.
-                x = checkpoint(layer, x, ctx, rope_q, rope_k, mask, attention,
-                               use_reentrant=False)
+                x = checkpoint(layer, x, ctx, rope_q, rope_k, mask, attention, use_reentrant=False)
             else:
                 x = layer(x, ctx, rope_q, rope_k, mask, attention)
         hidden = self.norm(x)

@@ -22,9 +22,7 @@ MaskMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tor
 def dflash_mask_mod(anchors: torch.Tensor, keep: torch.Tensor, ctx_len: int, block: int) -> MaskMod:
     """mask_mod(b, h, q, kv) -> bool. anchors, keep: [Bt, N]."""
 
-    def mask_mod(
-        b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor
-    ) -> torch.Tensor:
+    def mask_mod(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
         q_block = q // block
         in_ctx = kv < ctx_len
         sees_ctx = in_ctx & (kv < anchors[b, q_block]) & keep[b, q_block]
@@ -34,9 +32,7 @@ def dflash_mask_mod(anchors: torch.Tensor, keep: torch.Tensor, ctx_len: int, blo
     return mask_mod
 
 
-def dense_mask(
-    mod: MaskMod, bt: int, q_len: int, kv_len: int, device: torch.device
-) -> torch.Tensor:
+def dense_mask(mod: MaskMod, bt: int, q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
     """Evaluate `mod` on the full grid. Returns a bool mask [Bt, 1, Q, KV] for sdpa."""
     b = torch.arange(bt, device=device)[:, None, None]  # [Bt, 1, 1]
     q = torch.arange(q_len, device=device)[None, :, None]  # [1, Q, 1]
@@ -55,9 +51,7 @@ def flex_mask(anchors: torch.Tensor, keep: torch.Tensor, ctx_len: int, block: in
     """The same mask as a flex_attention BlockMask (sparse over 128x128 tiles)."""
     bt, n = anchors.shape
     mod = dflash_mask_mod(anchors, keep, ctx_len, block)
-    return create_block_mask(
-        mod, bt, None, n * block, ctx_len + n * block, device=str(anchors.device)
-    )
+    return create_block_mask(mod, bt, None, n * block, ctx_len + n * block, device=str(anchors.device))
 
 
 _compiled_flex: Callable[..., torch.Tensor] | None = None
@@ -113,9 +107,7 @@ class _FlexDenseBackward(torch.autograd.Function):
         return gq, gk, gv, None
 
 
-def flex_attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
-) -> torch.Tensor:
+def flex_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask) -> torch.Tensor:
     """flex_attention under torch.compile. q: [B, H, Q, D]; k, v: [B, Hkv, KV, D]."""
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
     if q.device.type == "cpu" and needs_grad:

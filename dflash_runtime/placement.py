@@ -175,9 +175,7 @@ def _put(
             return
 
 
-def _get(
-    q: queue.Queue[tuple[Batch, torch.Tensor]], stop: threading.Event
-) -> tuple[Batch, torch.Tensor]:
+def _get(q: queue.Queue[tuple[Batch, torch.Tensor]], stop: threading.Event) -> tuple[Batch, torch.Tensor]:
     while True:
         if stop.is_set():
             raise Stop
@@ -227,9 +225,7 @@ def train_threads(
                     if next(produced) >= (cfg.steps - start) * n_d:
                         return
                     batch = next(batches)
-                feats, _ = target_features(
-                    targets[i], batch["input_ids"].to(dev), cfg.target_layer_ids
-                )
+                feats, _ = target_features(targets[i], batch["input_ids"].to(dev), cfg.target_layer_ids)
                 _put(q, (batch, feats), stop)
         except Stop:
             pass
@@ -263,11 +259,7 @@ def train_threads(
             for step in range(start + 1, cfg.steps + 1):
                 batch, feats = _get(q, stop)
                 batch = {k: v.to(dev) for k, v in batch.items()}
-                if (
-                    place.stall_seconds > 0
-                    and rank() == place.stall_rank
-                    and step == place.stall_step
-                ):
+                if place.stall_seconds > 0 and rank() == place.stall_rank and step == place.stall_step:
                     print(
                         f"Rank {rank()} stalling {place.stall_seconds:g}s at step {step}...",
                         flush=True,
@@ -301,12 +293,8 @@ def train_threads(
         except BaseException as e:  # re-raised by the main thread, with this traceback
             fail(e)
 
-    threads = [
-        threading.Thread(target=target_worker, args=(i,), name=f"target-{i}") for i in range(n_t)
-    ]
-    threads += [
-        threading.Thread(target=drafter_worker, args=(j,), name=f"drafter-{j}") for j in range(n_d)
-    ]
+    threads = [threading.Thread(target=target_worker, args=(i,), name=f"target-{i}") for i in range(n_t)]
+    threads += [threading.Thread(target=drafter_worker, args=(j,), name=f"drafter-{j}") for j in range(n_d)]
     print(f"Starting {n_t} target threads and {n_d} drafter threads...", flush=True)
     for t in threads:
         t.start()

@@ -113,8 +113,7 @@ def chunked_loss(
     total = hidden.new_zeros((), dtype=torch.float32)
     hits = 0
     for i in range(0, h.shape[0], chunk):
-        ce, hit = checkpoint(_chunk_ce, h[i : i + chunk], y[i : i + chunk], head_weight,
-                             use_reentrant=False)
+        ce, hit = checkpoint(_chunk_ce, h[i : i + chunk], y[i : i + chunk], head_weight, use_reentrant=False)
         total = total + (ce * w[i : i + chunk]).sum()
         hits += int(hit)
     loss = total / w.sum().clamp(min=1e-6)

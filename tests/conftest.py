@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_PATHS = [ROOT.parent / "shared" / "schemas" / "report.schema.json",
-                ROOT / "tests" / "data" / "report.schema.json"]
+SCHEMA_PATHS = [
+    ROOT.parent / "shared" / "schemas" / "report.schema.json",
+    ROOT / "tests" / "data" / "report.schema.json",
+]
 
 # One name for every golden file (console, formats, the TUI screen): set it to rewrite them.
 UPDATE_GOLDEN = "TRIAGE_UPDATE_GOLDEN"
@@ -25,8 +27,14 @@ UPDATE_GOLDEN = "TRIAGE_UPDATE_GOLDEN"
 # whichever is loaded when it is read.
 _BASE = settings.get_profile("default")
 settings.register_profile(
-    "ci", parent=_BASE, derandomize=True, database=None, deadline=None, print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow])  # timing on a shared runner is not a bug
+    "ci",
+    parent=_BASE,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)  # timing on a shared runner is not a bug
 settings.register_profile("dev", parent=_BASE, deadline=None)
 
 
@@ -58,8 +66,10 @@ def check_golden(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     if not path.exists():
-        pytest.fail(f"golden file {path} is missing: run with {UPDATE_GOLDEN}=1 to write it, "
-                    "then review and commit it")
+        pytest.fail(
+            f"golden file {path} is missing: run with {UPDATE_GOLDEN}=1 to write it, "
+            "then review and commit it"
+        )
     assert text == path.read_text()
 
 

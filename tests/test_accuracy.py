@@ -69,7 +69,9 @@ def test_corpus_is_big_and_covers_every_signature() -> None:
 def test_labels_are_honest_and_alternates_rare() -> None:
     labels = acc.load_labels(acc.CORPUS)
     for lb in labels:
-        assert lb.origin.startswith(("composed", "recorded")), f"{lb.path.name}: origin must say how it was made"
+        assert lb.origin.startswith(("composed", "recorded")), (
+            f"{lb.path.name}: origin must say how it was made"
+        )
     # alternates are for genuinely ambiguous logs only
     assert sum(bool(lb.alternates) for lb in labels) <= len(labels) // 10
 
@@ -77,12 +79,14 @@ def test_labels_are_honest_and_alternates_rare() -> None:
 def test_bad_corpus_is_refused(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "a.log").write_text("step 1 loss 2.0\n")
-    (tmp_path / "labels.toml").write_text('[[log]]\npath = "logs/a.log"\nexpected = "no-such-sig"\n'
-                                          'origin = "composed"\n')
+    (tmp_path / "labels.toml").write_text(
+        '[[log]]\npath = "logs/a.log"\nexpected = "no-such-sig"\norigin = "composed"\n'
+    )
     with pytest.raises(acc.CorpusError, match="unknown signatures"):
         acc.load_labels(tmp_path)
-    (tmp_path / "labels.toml").write_text('[[log]]\npath = "logs/b.log"\nexpected = "none"\n'
-                                          'origin = "composed"\n')
+    (tmp_path / "labels.toml").write_text(
+        '[[log]]\npath = "logs/b.log"\nexpected = "none"\norigin = "composed"\n'
+    )
     with pytest.raises(acc.CorpusError, match="no file"):
         acc.load_labels(tmp_path)
 
@@ -92,9 +96,11 @@ def test_scorer_counts_a_wrong_answer(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "oom.log").write_text(
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-        "capacity of 79.10 GiB of which 1.05 GiB is free.\n")
-    (tmp_path / "labels.toml").write_text('[[log]]\npath = "logs/oom.log"\nexpected = "disk-full"\n'
-                                          'origin = "composed"\n')
+        "capacity of 79.10 GiB of which 1.05 GiB is free.\n"
+    )
+    (tmp_path / "labels.toml").write_text(
+        '[[log]]\npath = "logs/oom.log"\nexpected = "disk-full"\norigin = "composed"\n'
+    )
     results, summary = acc.score(tmp_path)
     assert results[0].top1 is False and results[0].diagnoses[0][0] == "cuda-oom"
     assert summary.wrong_confirmed == 1 and not summary.passed

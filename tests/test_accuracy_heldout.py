@@ -32,8 +32,10 @@ def test_heldout_is_big_and_covers_every_signature() -> None:
 def test_heldout_is_messy() -> None:
     # the formats people paste: CRLF, ANSI colour, rank/launcher/ray/srun/pod prefixes, bars
     blobs = [p.read_bytes() for p in sorted((HELDOUT / "logs").glob("*.log"))]
+
     def count(needle: bytes) -> int:
         return sum(needle in b for b in blobs)
+
     assert count(b"\r\n") >= 2
     assert count(b"\x1b[") >= 3
     assert count(b"[rank") >= 5

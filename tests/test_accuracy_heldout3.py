@@ -60,6 +60,19 @@ def test_heldout3_is_messy_and_hobbyist() -> None:
 
 def test_heldout3_has_the_tools_it_claims() -> None:
     text = b"\n".join(p.read_bytes() for p in sorted((HELDOUT3 / "logs").glob("*.log"))).lower()
-    for tool in (b"llamafactory", b"unsloth", b"axolotl", b"trl", b"peft", b"diffusers", b"kohya",
-                 b"bitsandbytes", b"auto_gptq", b"flash_attn", b"gradscaler", b"dev/shm", b"datasets"):
+    for tool in (
+        b"llamafactory",
+        b"unsloth",
+        b"axolotl",
+        b"trl",
+        b"peft",
+        b"diffusers",
+        b"kohya",
+        b"bitsandbytes",
+        b"auto_gptq",
+        b"flash_attn",
+        b"gradscaler",
+        b"dev/shm",
+        b"datasets",
+    ):
         assert tool in text, f"no log mentions {tool.decode()}"

@@ -37,8 +37,16 @@ def test_heldout4_is_big_with_benign_cascades() -> None:
     counts = Counter(lb.expected for lb in labels)
     assert counts[acc.BENIGN] >= 10
     # precedence is about the causes that cascade: each of these leads several logs
-    for sig in ("cuda-oom", "cuda-illegal-memory-access", "device-side-assert", "dataloader-worker-crash",
-                "gpu-fell-off-bus", "gpu-ecc-error", "nccl-error", "host-oom-killed"):
+    for sig in (
+        "cuda-oom",
+        "cuda-illegal-memory-access",
+        "device-side-assert",
+        "dataloader-worker-crash",
+        "gpu-fell-off-bus",
+        "gpu-ecc-error",
+        "nccl-error",
+        "host-oom-killed",
+    ):
         assert counts[sig] >= 2, f"only {counts[sig]} logs led by {sig}"
     assert len({lb.expected for lb in labels} - {acc.BENIGN}) >= 20
 
@@ -85,7 +93,9 @@ def test_heldout4_has_the_precedence_shapes_it_claims() -> None:
     assert count(b"During handling of the above exception") >= 4
     glued = re.compile(rb"(it|it/s)\](Traceback|/pytorch/aten)|s/it, loss=[\d.]+\]/pytorch")
     assert sum(bool(glued.search(b)) for b in blobs.values()) >= 3  # errors glued onto bars
-    assert count(b"==> logs/rank") + count(b"----- rank") + count(b"### 0.err") >= 4  # per-rank files concatenated
+    assert (
+        count(b"==> logs/rank") + count(b"----- rank") + count(b"### 0.err") >= 4
+    )  # per-rank files concatenated
     assert count(b"NVRM: Xid") >= 4
     assert count(b"OVERFLOW! Rank 0 Skipping step") >= 3
     assert count(b"NCCL WARN") >= 5
@@ -95,8 +105,19 @@ def test_heldout4_has_the_precedence_shapes_it_claims() -> None:
 
 def test_heldout4_benign_logs_are_scary() -> None:
     # a benign log here must carry alarming text, or it measures nothing about precedence
-    scary = (b"Error", b"error", b"WARN", b"OVERFLOW", b"overflow", b"SIGTERM", b"refused", b"out of memory",
-             b"No space left", b"FAILED", b"Warning")
+    scary = (
+        b"Error",
+        b"error",
+        b"WARN",
+        b"OVERFLOW",
+        b"overflow",
+        b"SIGTERM",
+        b"refused",
+        b"out of memory",
+        b"No space left",
+        b"FAILED",
+        b"Warning",
+    )
     for lb in acc.load_labels(HELDOUT4):
         if lb.expected == acc.BENIGN:
             assert any(s in lb.path.read_bytes() for s in scary), f"{lb.path.name} is not alarming"

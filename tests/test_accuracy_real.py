@@ -41,8 +41,13 @@ PER_SIGNATURE = 5
 # nothing to point at).
 MARKS: dict[str, tuple[bytes, ...]] = {
     "nccl-timeout": (b"Watchdog caught collective operation timeout", b"Timed out after"),
-    "nccl-error": (b"NCCL error", b"ncclRemoteError", b"ncclSystemError", b"ncclUnhandledCudaError",
-                   b"NCCL WARN"),
+    "nccl-error": (
+        b"NCCL error",
+        b"ncclRemoteError",
+        b"ncclSystemError",
+        b"ncclUnhandledCudaError",
+        b"NCCL WARN",
+    ),
     "torchrun-child-failed": (b"ChildFailedError",),
     "rendezvous-failure": (b"DistStoreError", b"waiting for clients"),
     "checkpoint-save-failed": (b"PytorchStreamWriter", b"Error while serializing"),
@@ -54,13 +59,23 @@ MARKS: dict[str, tuple[bytes, ...]] = {
     # a C++ exception escaping (the watchdog's) ends in std::terminate, which aborts; torchrun
     # reports a child that died on SIGABRT / SIGSEGV as exitcode -6 / -11; the kernel logs
     # `segfault at`
-    "fatal-signal": (b"Segmentation fault", b"segfault at", b"SIGSEGV", b"SIGABRT", b"Aborted",
-                     b"terminate called after throwing", b"exitcode: -6)", b"exitcode: -11)"),
+    "fatal-signal": (
+        b"Segmentation fault",
+        b"segfault at",
+        b"SIGSEGV",
+        b"SIGABRT",
+        b"Aborted",
+        b"terminate called after throwing",
+        b"exitcode: -6)",
+        b"exitcode: -11)",
+    ),
     "killed-by-signal": (b"closing signal SIGTERM", b"SIGKILL", b"Signals.SIG", b"Killed"),
 }
 
 SOURCE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#\d+")
-ORIGIN_URL = re.compile(r"https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(?:issues|pull|discussions)/(\d+)")
+ORIGIN_URL = re.compile(
+    r"https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(?:issues|pull|discussions)/(\d+)"
+)
 
 
 def _thread_ids(path: Path) -> set[str]:
@@ -107,9 +122,22 @@ def test_corpus_real_is_big_and_covers_the_signatures() -> None:
 
 def test_corpus_real_benign_logs_are_alarming() -> None:
     # a benign log must carry words that look like a failure, or it measures nothing
-    scary = (b"Error", b"error", b"WARN", b"OVERFLOW", b"overflow", b"SIGTERM", b"refused",
-             b"out of memory", b"No space left", b"FAILED", b"Warning", b"inf)", b"hang",
-             b"were not used")
+    scary = (
+        b"Error",
+        b"error",
+        b"WARN",
+        b"OVERFLOW",
+        b"overflow",
+        b"SIGTERM",
+        b"refused",
+        b"out of memory",
+        b"No space left",
+        b"FAILED",
+        b"Warning",
+        b"inf)",
+        b"hang",
+        b"were not used",
+    )
     for lb in acc.load_labels(REAL):
         if lb.expected == acc.BENIGN:
             assert any(s in lb.path.read_bytes() for s in scary), f"{lb.path.name} is not alarming"
@@ -119,7 +147,9 @@ def test_corpus_real_unclassified_root_is_a_line_of_its_log() -> None:
     for lb in acc.load_labels(REAL):
         if lb.expected == acc.UNCLASSIFIED:
             lines = lb.path.read_text(encoding="utf-8", errors="replace").splitlines()
-            assert any(lb.root in line for line in lines), f"{lb.path.name}: root {lb.root!r} is no line's text"
+            assert any(lb.root in line for line in lines), (
+                f"{lb.path.name}: root {lb.root!r} is no line's text"
+            )
 
 
 def test_corpus_real_labels_name_one_thread_each() -> None:
@@ -156,7 +186,8 @@ def test_a_heldout_thread_is_caught(tmp_path: Path) -> None:
         '[[log]]\npath = "logs/a.log"\nexpected = "none"\nsource = "Example-Owner/Banned-Repo#7"\n'
         'origin = "reconstructed from https://github.com/example/other/issues/1"\n'
         '[[log]]\npath = "logs/b.log"\nexpected = "none"\nsource = "example/other#2"\n'
-        'origin = "reconstructed from https://github.com/example-owner/banned-repo/issues/7"\n')
+        'origin = "reconstructed from https://github.com/example-owner/banned-repo/issues/7"\n'
+    )
     named = heldout_threads_named(tmp_path, banned)
     assert named == ["a.log: Example-Owner/Banned-Repo#7", "b.log: example-owner/banned-repo#7"]
 
@@ -182,8 +213,9 @@ GOALS = {"top1_min": 0.95, "top3_min": 0.98, "benign_min": 0.95}
 
 def test_corpus_real_meets_the_goals() -> None:
     results, s = acc.score(REAL, **GOALS)
-    misses = "\n".join(f"{r.path}: want {r.expected}, got {r.diagnoses[:3]}"
-                       for r in results if not r.benign and not r.top1)
+    misses = "\n".join(
+        f"{r.path}: want {r.expected}, got {r.diagnoses[:3]}" for r in results if not r.benign and not r.top1
+    )
     assert s.errors == 0, [r.path for r in results if r.error]
     assert s.top1 >= GOALS["top1_min"], f"top-1 {s.top1:.3f}; misses:\n{misses}"
     assert s.top3 >= GOALS["top3_min"], f"top-3 {s.top3:.3f}; misses:\n{misses}"
@@ -198,13 +230,18 @@ def _mixed_corpus(tmp_path: Path) -> Path:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "oom.log").write_text(
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-        "capacity of 79.10 GiB of which 1.05 GiB is free.\n")
+        "capacity of 79.10 GiB of which 1.05 GiB is free.\n"
+    )
     (tmp_path / "logs" / "missed.log").write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
     (tmp_path / "logs" / "quiet.log").write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
     (tmp_path / "logs" / "loud.log").write_text("step 1 loss 2.0\nKilled\n")
     entries = [("oom", "cuda-oom"), ("missed", "nan-loss"), ("quiet", "none"), ("loud", "none")]
-    (tmp_path / "labels.toml").write_text("".join(
-        f'[[log]]\npath = "logs/{name}.log"\nexpected = "{sig}"\norigin = "composed"\n' for name, sig in entries))
+    (tmp_path / "labels.toml").write_text(
+        "".join(
+            f'[[log]]\npath = "logs/{name}.log"\nexpected = "{sig}"\norigin = "composed"\n'
+            for name, sig in entries
+        )
+    )
     return tmp_path
 
 

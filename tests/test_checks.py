@@ -35,13 +35,17 @@ UNRUNNABLE = (
     re.compile(r"\{(?:log|logs|python|rank|fact:[^}]*|match:[^}]*)\}"),  # left unfilled
 )
 LOG_NAME = "runs/job 7/stdout.txt"  # a space: the path must come out shell-quoted
-HEALTHY = ("epoch 1\n"
-           "step 100 loss 2.3100 lr 1e-4 tok/s 21000\n"
-           "step 101 loss 2.3000 lr 1e-4 tok/s 21010\n"
-           "step 102 loss 2.2900 lr 1e-4 tok/s 21005\n")
+HEALTHY = (
+    "epoch 1\n"
+    "step 100 loss 2.3100 lr 1e-4 tok/s 21000\n"
+    "step 101 loss 2.3000 lr 1e-4 tok/s 21010\n"
+    "step 102 loss 2.2900 lr 1e-4 tok/s 21005\n"
+)
 STORY = "Loading 5 target models...\nTarget 0 on cuda:0...\nT"
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
-       "total capacity of 79.19 GiB of which 1.02 GiB is free.")
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+    "total capacity of 79.19 GiB of which 1.02 GiB is free."
+)
 
 
 def _reports() -> list[tuple[str, Report]]:
@@ -65,9 +69,19 @@ def test_no_check_or_fix_is_unrunnable(case: str, report: Report):
 
 
 # Rules whose checks read the log itself: each must name the file it was given.
-READS_THE_LOG = ("cuda-oom", "nan-loss", "torchrun-child-failed", "killed-by-signal",
-                 "device-side-assert", "nccl-error", "nccl-timeout", "fx-tracing-flag-race",
-                 "truncated-unknown", "dataloader-worker-crash", "rendezvous-failure")
+READS_THE_LOG = (
+    "cuda-oom",
+    "nan-loss",
+    "torchrun-child-failed",
+    "killed-by-signal",
+    "device-side-assert",
+    "nccl-error",
+    "nccl-timeout",
+    "fx-tracing-flag-race",
+    "truncated-unknown",
+    "dataloader-worker-crash",
+    "rendezvous-failure",
+)
 
 
 @pytest.mark.parametrize("case,report", REPORTS, ids=[c for c, _ in REPORTS])
@@ -111,8 +125,13 @@ def test_check_names_the_file_the_evidence_is_in(tmp_path: Path):
 
 
 def test_check_names_the_rank_at_fault():
-    cascade = Path(__file__).resolve().parent.parent / "fixtures" / "cuda-oom" / \
-        "001-rank3-cascade-8ranks" / "input.log"
+    cascade = (
+        Path(__file__).resolve().parent.parent
+        / "fixtures"
+        / "cuda-oom"
+        / "001-rank3-cascade-8ranks"
+        / "input.log"
+    )
     oom = next(d for d in analyze([str(cascade)]).diagnoses if d.signature == "cuda-oom")
     assert any("in rank 3's environment" in c for c in oom.checks), oom.checks
     alone = next(d for d in analyze_text(OOM).diagnoses if d.signature == "cuda-oom")
@@ -123,10 +142,12 @@ def test_many_rank_files_read_as_their_folder_glob(tmp_path: Path):
     logs = tmp_path / "logs"
     logs.mkdir()
     for r in range(12):
-        (logs / f"rank{r}.log").write_text("step 10 loss 2.0\n"
-                                           "Watchdog caught collective operation timeout: "
-                                           "WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for "
-                                           "600000 milliseconds before timing out.\n")
+        (logs / f"rank{r}.log").write_text(
+            "step 10 loss 2.0\n"
+            "Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for "
+            "600000 milliseconds before timing out.\n"
+        )
     rep = analyze([str(logs)])
     d = next(x for x in rep.diagnoses if x.signature == "nccl-timeout")
     assert any(f"{logs}/*.log" in c for c in d.checks), d.checks
@@ -142,22 +163,29 @@ def test_compressed_log_is_read_through_a_decompressor(tmp_path: Path):
 
 def test_stdin_is_named_as_a_placeholder():
     """stdin is gone once read: a check cannot grep it, so it asks for the file."""
-    p = subprocess.run([sys.executable, "-m", "triage", "logs", "-", "--format", "json"],
-                       input=f"{OOM}\n", capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "triage", "logs", "-", "--format", "json"],
+        input=f"{OOM}\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rep = json.loads(p.stdout)
     grep = next(c for d in rep["diagnoses"] for c in d["checks"] if "Tried to allocate" in c)
     assert "<your log file>" in grep and "'-'" not in grep and "<stdin>" not in grep
 
 
 def test_interpreter_comes_from_torchrun_then_from_the_snapshot():
-    log = ("Traceback (most recent call last):\n"
-           '  File "/work/train.py", line 3, in <module>\n'
-           "    import wandb\n"
-           "ModuleNotFoundError: No module named 'wandb'\n"
-           "torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: 1) "
-           "local_rank: 0 (pid: 4242) of binary: /opt/envs/run/bin/python3\n")
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 3, in <module>\n'
+        "    import wandb\n"
+        "ModuleNotFoundError: No module named 'wandb'\n"
+        "torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 4242) of binary: /opt/envs/run/bin/python3\n"
+    )
     d = next(x for x in analyze_text(log).diagnoses if x.signature == "missing-module")
-    assert d.checks[0].startswith("/opt/envs/run/bin/python3 -c \"import wandb;")
+    assert d.checks[0].startswith('/opt/envs/run/bin/python3 -c "import wandb;')
     snap = analyze_text(log, facts={"python.executable": "/root/venv/bin/python"})
     d = next(x for x in snap.diagnoses if x.signature == "missing-module")
     assert d.checks[0].startswith("/root/venv/bin/python -c")

@@ -17,8 +17,14 @@ CASCADE = ROOT / "fixtures" / "cuda-oom" / "001-rank3-cascade-8ranks" / "input.l
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "triage", *args], input=stdin and stdin.decode("latin-1"),
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+    return subprocess.run(
+        [sys.executable, "-m", "triage", *args],
+        input=stdin and stdin.decode("latin-1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100"},
+    )
 
 
 def test_cascade_json(validate_report):

@@ -41,7 +41,7 @@ def test_windows_keep_line_numbers(engine):
     lines[9999] = "a NEEDLE here"
     lines[15000] = "an ICASE-HIT here"
     data = ("\n".join(lines) + "\npartial").encode()
-    chunks = [data[i:i + 7000] for i in range(0, len(data), 7000)]
+    chunks = [data[i : i + 7000] for i in range(0, len(data), 7000)]
     got = {}
     gaps = 0
     for item in windows(iter(chunks), sc, before=3, after=2, head=5, tail_bytes=100):
@@ -70,4 +70,3 @@ def test_scanner_engines_agree():
             continue
         res[engine] = {data.rfind(b"\n", 0, o) for o in sc.offsets(data)}
     assert len({frozenset(v) for v in res.values()}) == 1
-

@@ -29,17 +29,22 @@ SECRETS = (HF, WANDB, AKIA)
 
 
 def crash_log() -> str:
-    head = [f"+ export HF_TOKEN={HF}", f"+ export WANDB_API_KEY={WANDB}",
-            "wandb: Currently logged in as: jane.doe@example-lab.org (lab)",
-            "Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.2it/s]"]
+    head = [
+        f"+ export HF_TOKEN={HF}",
+        f"+ export WANDB_API_KEY={WANDB}",
+        "wandb: Currently logged in as: jane.doe@example-lab.org (lab)",
+        "Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.2it/s]",
+    ]
     steps = [f"step {i} loss {2.5 - i / 1000:.4f} tok/s 21512" for i in range(1, 301)]
-    crash = [f"uploading checkpoint-300 with aws_access_key_id={AKIA}",
-             "Traceback (most recent call last):",
-             '  File "/work/train.py", line 88, in <module>',
-             "    loss = model(**batch).loss",
-             '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751',
-             "    return self._call_impl(*args, **kwargs)",
-             OOM]
+    crash = [
+        f"uploading checkpoint-300 with aws_access_key_id={AKIA}",
+        "Traceback (most recent call last):",
+        '  File "/work/train.py", line 88, in <module>',
+        "    loss = model(**batch).loss",
+        '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751',
+        "    return self._call_impl(*args, **kwargs)",
+        OOM,
+    ]
     return "\n".join(head + steps + crash) + "\n"
 
 
@@ -60,8 +65,19 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 def test_redacted_fixture_holds_no_secret_and_checks(log: Path, tmp_path: Path, capsys):
     fx = tmp_path / "fx"
-    assert add(str(log), "--expect", "cuda-oom", "--redact", "--dir", str(fx), "--source",
-               "recorded from the nightly run") == 0
+    assert (
+        add(
+            str(log),
+            "--expect",
+            "cuda-oom",
+            "--redact",
+            "--dir",
+            str(fx),
+            "--source",
+            "recorded from the nightly run",
+        )
+        == 0
+    )
     out = capsys.readouterr()
     folder = fx / "cuda-oom" / "001-nightly-run"
     files = files_of(folder)
@@ -110,8 +126,7 @@ def test_trimmed_log_keeps_what_the_diagnosis_rests_on(log: Path, tmp_path: Path
     assert kept[-7:] == original[-7:]  # the traceback and the message
     assert "Traceback (most recent call last):" in kept
     exp = tomllib.loads((folder / "expected.toml").read_text())
-    assert exp["diagnoses"][0] == {"signature": "cuda-oom", "confidence": "confirmed",
-                                   "role": "root-cause"}
+    assert exp["diagnoses"][0] == {"signature": "cuda-oom", "confidence": "confirmed", "role": "root-cause"}
     assert exp["end_state"] == "traceback"
     assert "recorded" in exp["source"] and "trimmed" in exp["source"]
 
@@ -126,8 +141,13 @@ def test_marker_line_means_nothing_to_the_parser():
     assert [d.signature for d in alone.diagnoses] == [d.signature for d in plain.diagnoses]
     assert alone.end_state.kind == plain.end_state.kind and alone.end_state.last_phase is None
     # and inside a traceback it does not end it early or become its message
-    tb = ("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
-          + MARKER.format(n=3) + "\n  File \"b.py\", line 2, in f\n" + OOM + "\n")
+    tb = (
+        'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'
+        + MARKER.format(n=3)
+        + '\n  File "b.py", line 2, in f\n'
+        + OOM
+        + "\n"
+    )
     rep = analyze_text(tb)
     assert rep.top is not None and rep.top.signature == "cuda-oom"
     assert rep.top.confidence.label == "confirmed"
@@ -137,12 +157,10 @@ def test_numbering_and_refusing_to_overwrite(log: Path, tmp_path: Path, capsys):
     fx = tmp_path / "fx"
     assert add(str(log), "--expect", "cuda-oom", "--dir", str(fx)) == 0
     assert add(str(log), "--expect", "cuda-oom", "--dir", str(fx), "--name", "again") == 0
-    assert sorted(p.name for p in (fx / "cuda-oom").iterdir()) == ["001-nightly-run",
-                                                                   "002-again"]
+    assert sorted(p.name for p in (fx / "cuda-oom").iterdir()) == ["001-nightly-run", "002-again"]
     before = files_of(fx / "cuda-oom" / "001-nightly-run")
     capsys.readouterr()
-    assert add(str(log), "--expect", "cuda-oom", "--dir", str(fx), "--name",
-               "001-nightly-run") == 2
+    assert add(str(log), "--expect", "cuda-oom", "--dir", str(fx), "--name", "001-nightly-run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "refusing to overwrite" in err
     assert files_of(fx / "cuda-oom" / "001-nightly-run") == before
@@ -168,17 +186,19 @@ def test_healthy_log_as_none(tmp_path: Path, capsys):
     assert main(["fixtures", "check", str(tmp_path / "fx")]) == 0
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["missing.log", "--expect", "cuda-oom"], "no such file"),
-    (["{tmp}", "--expect", "cuda-oom"], "is a folder"),
-    (["-", "--expect", "cuda-oom"], "not - (stdin)"),
-    (["{log}", "--expect", "CUDA OOM"], "signature id"),
-    (["{log}", "--expect", "cuda-oom", "--name", "Bad Name"], "--name"),
-    (["{log}"], "--expect"),
-    (["{log}", "--expect", "cuda-oom", "--evidence", "{tmp}/nope.json"], "no such snapshot"),
-])
-def test_errors_are_one_line_exit_2(args: list[str], words: str, log: Path, tmp_path: Path,
-                                    capsys):
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["missing.log", "--expect", "cuda-oom"], "no such file"),
+        (["{tmp}", "--expect", "cuda-oom"], "is a folder"),
+        (["-", "--expect", "cuda-oom"], "not - (stdin)"),
+        (["{log}", "--expect", "CUDA OOM"], "signature id"),
+        (["{log}", "--expect", "cuda-oom", "--name", "Bad Name"], "--name"),
+        (["{log}"], "--expect"),
+        (["{log}", "--expect", "cuda-oom", "--evidence", "{tmp}/nope.json"], "no such snapshot"),
+    ],
+)
+def test_errors_are_one_line_exit_2(args: list[str], words: str, log: Path, tmp_path: Path, capsys):
     argv = [a.format(tmp=tmp_path, log=log) for a in args]
     assert add(*argv, "--dir", str(tmp_path / "fx")) == 2
     err = capsys.readouterr().err
@@ -187,15 +207,18 @@ def test_errors_are_one_line_exit_2(args: list[str], words: str, log: Path, tmp_
 
 
 def test_evidence_snapshot_is_kept_and_redacted(log: Path, tmp_path: Path, capsys):
-    snap = {"schema": "triage.snapshot/1", "host": "gpu-node-17.lab.internal",
-            "python": {"executable": "/home/alice/venv/bin/python", "version": "3.11.7"},
-            "packages": {"torch": "2.13.0", "transformers": "5.8.1", "accelerate": "1.13.0"},
-            "env": {"HF_TOKEN": HF}, "cwd": "C:\\Users\\bob\\proj"}
+    snap = {
+        "schema": "triage.snapshot/1",
+        "host": "gpu-node-17.lab.internal",
+        "python": {"executable": "/home/alice/venv/bin/python", "version": "3.11.7"},
+        "packages": {"torch": "2.13.0", "transformers": "5.8.1", "accelerate": "1.13.0"},
+        "env": {"HF_TOKEN": HF},
+        "cwd": "C:\\Users\\bob\\proj",
+    }
     sp = tmp_path / "snap.json"
     sp.write_text(json.dumps(snap))
     fx = tmp_path / "fx"
-    assert add(str(log), "--expect", "cuda-oom", "--evidence", str(sp), "--redact=all",
-               "--dir", str(fx)) == 0
+    assert add(str(log), "--expect", "cuda-oom", "--evidence", str(sp), "--redact=all", "--dir", str(fx)) == 0
     folder = fx / "cuda-oom" / "001-nightly-run"
     text = (folder / "evidence.json").read_text()
     for gone in ("alice", "gpu-node-17", HF, "bob"):
@@ -220,10 +243,12 @@ def test_gzip_log_and_whole(log: Path, tmp_path: Path):
 
 def test_expected_signature_behind_another_keeps_the_order(log: Path, tmp_path: Path, capsys):
     with log.open("a") as f:  # the watchdog text of torch 2.6+ (messages.md), after the OOM
-        f.write("[rank1]:[E1129 17:30:01.000000 24243 ProcessGroupNCCL.cpp:616] [Rank 1] "
-                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5523, "
-                "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
-                "ran for 600016 milliseconds before timing out.\n")
+        f.write(
+            "[rank1]:[E1129 17:30:01.000000 24243 ProcessGroupNCCL.cpp:616] [Rank 1] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5523, "
+            "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+            "ran for 600016 milliseconds before timing out.\n"
+        )
     fx = tmp_path / "fx"
     assert add(str(log), "--expect", "nccl-timeout", "--dir", str(fx)) == 0
     assert "diagnoses cuda-oom first; nccl-timeout comes #2" in capsys.readouterr().err
@@ -267,13 +292,15 @@ def test_expect_accepts_an_alias_and_files_it_under_the_rule_id(tmp_path: Path, 
     (extra / "widget-jam.toml").write_text(
         'id = "widget-jam"\ntitle = "Widget jammed"\ncategory = "demo"\n'
         'aliases = ["old-widget-jam"]\n'
-        '[[match]]\nliteral = "WidgetJamError"\nregex = \'WidgetJamError: jammed\'\n'
-        '[examples]\nfire = ["WidgetJamError: jammed at step 3"]\nquiet = ["widget ok"]\n')
+        "[[match]]\nliteral = \"WidgetJamError\"\nregex = 'WidgetJamError: jammed'\n"
+        '[examples]\nfire = ["WidgetJamError: jammed at step 3"]\nquiet = ["widget ok"]\n'
+    )
     log = tmp_path / "jam.log"
     log.write_text("step 1 loss 2.0\nstep 2 loss 1.9\nWidgetJamError: jammed at step 3\n")
     fx = tmp_path / "fx"
-    assert add(str(log), "--expect", "old-widget-jam", "--rules", str(tmp_path / "rules"),
-               "--dir", str(fx)) == 0
+    assert (
+        add(str(log), "--expect", "old-widget-jam", "--rules", str(tmp_path / "rules"), "--dir", str(fx)) == 0
+    )
     capsys.readouterr()
     exp = tomllib.loads((fx / "widget-jam" / "001-jam" / "expected.toml").read_text())
     assert exp["diagnoses"][0]["signature"] == "widget-jam"
@@ -283,9 +310,11 @@ def test_expect_accepts_an_alias_and_files_it_under_the_rule_id(tmp_path: Path, 
 def test_redact_masks_the_wandb_key_and_all_masks_launcher_hosts(tmp_path: Path, capsys):
     key = "9a8b7c6d5e4f30211203f4e5d6c7b8a9f0e1d2c3"
     lines = crash_log().splitlines()
-    lines[3:3] = [f"wandb: W&B API key is configured: {key}",
-                  "gpu-node-17.cluster.example.com:24242:24242 [0] NCCL INFO Bootstrap : Using eth0",
-                  "SLURM_JOB_NODELIST=gpu-node-[16-17]"]
+    lines[3:3] = [
+        f"wandb: W&B API key is configured: {key}",
+        "gpu-node-17.cluster.example.com:24242:24242 [0] NCCL INFO Bootstrap : Using eth0",
+        "SLURM_JOB_NODELIST=gpu-node-[16-17]",
+    ]
     lines.append("srun: error: gpu-node-16: task 0: Exited with exit code 1")
     log = tmp_path / "nightly-run.log"
     log.write_text("\n".join(lines) + "\n")

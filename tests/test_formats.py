@@ -43,40 +43,92 @@ SARIF_SUBSET = {
     "properties": {
         "$schema": {"type": "string", "format": "uri"},
         "version": {"enum": ["2.1.0"]},
-        "runs": {"type": "array", "items": {
-            "type": "object", "required": ["tool"],
-            "properties": {
-                "tool": {"type": "object", "required": ["driver"], "properties": {
-                    "driver": {"type": "object", "required": ["name"], "properties": {
-                        "name": {"type": "string"},
-                        "rules": {"type": "array", "items": {
-                            "type": "object", "required": ["id"],
+        "runs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["tool"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["id"],
+                                            "properties": {
+                                                "id": {"type": "string"},
+                                                "shortDescription": {"type": "object", "required": ["text"]},
+                                                "fullDescription": {"type": "object", "required": ["text"]},
+                                                "helpUri": {"type": "string"},
+                                                "defaultConfiguration": {
+                                                    "type": "object",
+                                                    "properties": {
+                                                        "level": {
+                                                            "enum": ["none", "note", "warning", "error"]
+                                                        }
+                                                    },
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["message"],
                             "properties": {
-                                "id": {"type": "string"},
-                                "shortDescription": {"type": "object", "required": ["text"]},
-                                "fullDescription": {"type": "object", "required": ["text"]},
-                                "helpUri": {"type": "string"},
-                                "defaultConfiguration": {"type": "object", "properties": {
-                                    "level": {"enum": ["none", "note", "warning", "error"]}}},
-                            }}}}}}},
-                "results": {"type": "array", "items": {
-                    "type": "object", "required": ["message"],
-                    "properties": {
-                        "ruleId": {"type": "string"},
-                        "ruleIndex": {"type": "integer", "minimum": -1},
-                        "level": {"enum": ["none", "note", "warning", "error"]},
-                        "message": {"type": "object", "anyOf": [{"required": ["text"]},
-                                                                {"required": ["id"]}]},
-                        "locations": {"type": "array", "items": {"type": "object", "properties": {
-                            "physicalLocation": {"type": "object", "properties": {
-                                "artifactLocation": {"type": "object", "properties": {
-                                    "uri": {"type": "string"}}},
-                                "region": {"type": "object", "properties": {
-                                    "startLine": {"type": "integer", "minimum": 1}}}}}}}},
-                        "partialFingerprints": {"type": "object",
-                                                "additionalProperties": {"type": "string"}},
-                    }}},
-            }}},
+                                "ruleId": {"type": "string"},
+                                "ruleIndex": {"type": "integer", "minimum": -1},
+                                "level": {"enum": ["none", "note", "warning", "error"]},
+                                "message": {
+                                    "type": "object",
+                                    "anyOf": [{"required": ["text"]}, {"required": ["id"]}],
+                                },
+                                "locations": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "physicalLocation": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "artifactLocation": {
+                                                        "type": "object",
+                                                        "properties": {"uri": {"type": "string"}},
+                                                    },
+                                                    "region": {
+                                                        "type": "object",
+                                                        "properties": {
+                                                            "startLine": {"type": "integer", "minimum": 1}
+                                                        },
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                                "partialFingerprints": {
+                                    "type": "object",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -98,34 +150,61 @@ def healthy_log(tmp_path: Path) -> Path:
 def hand_report() -> Report:
     """A report exercising every field: a likely cause, a possible one, a consequence,
     snapshot facts, ruled out, notes and characters that need escaping everywhere."""
-    ev = Evidence(text="RuntimeError: Detected that you are using FX to symbolically trace a "
-                  "dynamo-optimized function. 100% <sure>, `quoted`, a|b", source="logs/train.log",
-                  line=41, rank=2,
-                  context=('  File "/venv/torch/_dynamo/eval_frame.py", line 745',))
-    fact = Evidence(text="torch 2.11.0; inductor cache cold (0 entries)", source="snapshot",
-                    fact="inductor_cache.cold")
+    ev = Evidence(
+        text="RuntimeError: Detected that you are using FX to symbolically trace a "
+        "dynamo-optimized function. 100% <sure>, `quoted`, a|b",
+        source="logs/train.log",
+        line=41,
+        rank=2,
+        context=('  File "/venv/torch/_dynamo/eval_frame.py", line 745',),
+    )
+    fact = Evidence(
+        text="torch 2.11.0; inductor cache cold (0 entries)", source="snapshot", fact="inductor_cache.cold"
+    )
     race = Diagnosis(
-        signature="fx-tracing-flag-race", rule="compile/fx-tracing-flag-race",
+        signature="fx-tracing-flag-race",
+        rule="compile/fx-tracing-flag-race",
         title="torch.compile called from several threads, while another traces",
-        confidence=Confidence.LIKELY, score=0.7, role="root-cause",
-        summary="A compiled function was called while another thread traced: 50% of runs.\n"
-                "Second line.",
-        evidence=(ev, fact), checks=("grep -n 'symbolically trace' train.log   # the message",),
+        confidence=Confidence.LIKELY,
+        score=0.7,
+        role="root-cause",
+        summary="A compiled function was called while another thread traced: 50% of runs.\nSecond line.",
+        evidence=(ev, fact),
+        checks=("grep -n 'symbolically trace' train.log   # the message",),
         remedies=("Compile and warm up every shape before the threads start.",),
-        docs=("https://pytorch.org/docs/stable/torch.compiler_faq.html",), category="compile")
+        docs=("https://pytorch.org/docs/stable/torch.compiler_faq.html",),
+        category="compile",
+    )
     acc = Diagnosis(
-        signature="missing-accelerate", rule="env/missing-accelerate",
-        title="transformers needs accelerate", confidence=Confidence.POSSIBLE, score=0.35,
-        role="root-cause", summary="accelerate is not importable.",
+        signature="missing-accelerate",
+        rule="env/missing-accelerate",
+        title="transformers needs accelerate",
+        confidence=Confidence.POSSIBLE,
+        score=0.35,
+        role="root-cause",
+        summary="accelerate is not importable.",
         evidence=(Evidence(text="Target 0 on cuda:0... T", source="logs/train.log", line=42),),
-        checks=("/root/venv/bin/python -c 'import accelerate'",), category="env")
+        checks=("/root/venv/bin/python -c 'import accelerate'",),
+        category="env",
+    )
     child = Diagnosis(
-        signature="torchrun-child-failed", rule="distributed/torchrun-child-failed",
-        title="torchrun: a worker process failed", confidence=Confidence.CONFIRMED, score=0.4,
-        role="consequence", explained_by="fx-tracing-flag-race",
-        evidence=(Evidence(text="torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
-                           source="logs/train.log", line=60, rank=0),),
-        category="distributed")
+        signature="torchrun-child-failed",
+        rule="distributed/torchrun-child-failed",
+        title="torchrun: a worker process failed",
+        confidence=Confidence.CONFIRMED,
+        score=0.4,
+        role="consequence",
+        explained_by="fx-tracing-flag-race",
+        evidence=(
+            Evidence(
+                text="torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+                source="logs/train.log",
+                line=60,
+                rank=0,
+            ),
+        ),
+        category="distributed",
+    )
     return Report(
         sources=(SourceInfo("logs/train.log", 61, (0, 1, 2, 3), False),),
         end_state=EndState("traceback", "model-loading", 61, "logs/train.log", "..."),
@@ -133,7 +212,8 @@ def hand_report() -> Report:
         ruled_out=(RuledOut("host-oom-killed", "kernel log shows no OOM killer"),),
         notes=("stderr of the drafter threads was <appended> from the capture file.",),
         ranks=(0, 1, 2, 3),
-        evidence_summary={"torch": "2.11.0", "GPUs": "8"})
+        evidence_summary={"torch": "2.11.0", "GPUs": "8"},
+    )
 
 
 # -- SARIF ---------------------------------------------------------------------------
@@ -163,8 +243,11 @@ def test_sarif_levels_and_relative_uri():
     data = sarif.sarif_dict(hand_report())
     jsonschema.validate(data, SARIF_SUBSET)
     levels = {r["ruleId"]: r["level"] for r in data["runs"][0]["results"]}
-    assert levels == {"fx-tracing-flag-race": "warning", "missing-accelerate": "note",
-                      "torchrun-child-failed": "note"}  # a confirmed consequence is a note
+    assert levels == {
+        "fx-tracing-flag-race": "warning",
+        "missing-accelerate": "note",
+        "torchrun-child-failed": "note",
+    }  # a confirmed consequence is a note
     uri = data["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert uri["uri"] == "logs/train.log"
     assert data["runs"][0]["properties"]["ruledOut"][0]["signature"] == "host-oom-killed"
@@ -175,13 +258,13 @@ def test_sarif_fingerprint_is_stable_across_runs_and_line_shifts():
     b = analyze_text("epoch 1\n" * 7 + OOM_LOG, name="train.log")
     fa = sarif.sarif_dict(a)["runs"][0]["results"][0]
     fb = sarif.sarif_dict(b)["runs"][0]["results"][0]
-    assert fa["partialFingerprints"] == sarif.sarif_dict(a)["runs"][0]["results"][0][
-        "partialFingerprints"]
+    assert fa["partialFingerprints"] == sarif.sarif_dict(a)["runs"][0]["results"][0]["partialFingerprints"]
     assert fa["partialFingerprints"] == fb["partialFingerprints"]
     assert fa["locations"] != fb["locations"]  # the line moved, the alert is the same
     other = analyze_text(OOM_LOG.replace("CUDA out of memory", "HIP out of memory"))
-    assert sarif.sarif_dict(other)["runs"][0]["results"][0]["partialFingerprints"] != \
-        fa["partialFingerprints"]
+    assert (
+        sarif.sarif_dict(other)["runs"][0]["results"][0]["partialFingerprints"] != fa["partialFingerprints"]
+    )
 
 
 def test_sarif_of_a_healthy_log_has_no_results():
@@ -212,14 +295,24 @@ def test_junit_parses_with_a_failure(oom_log: Path):
 def test_junit_fails_only_likely_root_causes():
     root = ET.fromstring(junit.render(hand_report()))
     status = {c.get("name"): c.find("failure") is not None for c in root.iter("testcase")}
-    assert status == {"fx-tracing-flag-race": True, "missing-accelerate": False,
-                      "torchrun-child-failed": False}
+    assert status == {
+        "fx-tracing-flag-race": True,
+        "missing-accelerate": False,
+        "torchrun-child-failed": False,
+    }
 
 
 def test_junit_survives_control_characters_and_markup():
     ev = Evidence(text="bad \x00\x1b[31m bytes </failure> & <![CDATA[ ]]>", source="a.log", line=1)
-    d = Diagnosis(signature="cuda-oom", rule="memory/cuda-oom", title="CUDA out of memory",
-                  confidence=Confidence.CONFIRMED, score=0.9, role="root-cause", evidence=(ev,))
+    d = Diagnosis(
+        signature="cuda-oom",
+        rule="memory/cuda-oom",
+        title="CUDA out of memory",
+        confidence=Confidence.CONFIRMED,
+        score=0.9,
+        role="root-cause",
+        evidence=(ev,),
+    )
     rep = Report(sources=(SourceInfo("a.log", 1),), end_state=EndState("error"), diagnoses=(d,))
     root = ET.fromstring(junit.render(rep))
     text = root.find("testsuite/testcase/failure").text  # type: ignore[union-attr]
@@ -249,16 +342,20 @@ def test_github_escaping():
     assert kinds == ["::warning", "::notice", "::notice", "::notice"]
     head, _, message = lines[0][2:].partition("::")
     props = dict(p.split("=", 1) for p in head.split(" ", 1)[1].split(","))
-    assert props == {"file": "logs/train.log", "line": "41",
-                     "title": "fx-tracing-flag-race%3A torch.compile called from several "
-                              "threads%2C while another traces (likely)"}
+    assert props == {
+        "file": "logs/train.log",
+        "line": "41",
+        "title": "fx-tracing-flag-race%3A torch.compile called from several "
+        "threads%2C while another traces (likely)",
+    }
     assert "50%25 of runs.%0ASecond line." in message and "\n" not in message
 
 
 def test_github_names_an_unrecognised_error(tmp_path: Path):
     log = tmp_path / "odd.log"
-    log.write_text('Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
-                   "ValueError: something odd\n")
+    log.write_text(
+        'Traceback (most recent call last):\n  File "t.py", line 3, in <module>\nValueError: something odd\n'
+    )
     out = gh.render(analyze([str(log)]))
     # no signature names its cause: the root error itself is annotated, as a possible cause
     assert out.startswith(f"::notice file={log},line=3,title=unclassified-error")
@@ -292,8 +389,15 @@ def test_markdown_sections_and_escaping():
 
 def test_markdown_fence_outlasts_backticks_in_the_log():
     ev = Evidence(text="print('```')  # three backticks in a log line", source="a.log", line=3)
-    d = Diagnosis(signature="cuda-oom", rule="memory/cuda-oom", title="CUDA out of memory",
-                  confidence=Confidence.CONFIRMED, score=0.9, role="root-cause", evidence=(ev,))
+    d = Diagnosis(
+        signature="cuda-oom",
+        rule="memory/cuda-oom",
+        title="CUDA out of memory",
+        confidence=Confidence.CONFIRMED,
+        score=0.9,
+        role="root-cause",
+        evidence=(ev,),
+    )
     rep = Report(sources=(SourceInfo("a.log", 3),), end_state=EndState("error"), diagnoses=(d,))
     text = markdown.render(rep)
     assert "````text\n" in text and "\n````" in text
@@ -317,8 +421,11 @@ def test_fail_on_likely(fmt: str, oom_log: Path, healthy_log: Path, capsys):
 
 @pytest.mark.parametrize("fmt", ["console", "json", "markdown", "sarif", "junit", "github"])
 def test_redact_every_format(fmt: str):
-    rep = analyze_text(f"HF_TOKEN={HF} python train.py\n" + OOM_LOG.replace(
-        "Tried to allocate", f"token {HF} Tried to allocate"), name="train.log")
+    rep = analyze_text(
+        f"HF_TOKEN={HF} python train.py\n"
+        + OOM_LOG.replace("Tried to allocate", f"token {HF} Tried to allocate"),
+        name="train.log",
+    )
     plain = render_to_string(rep, fmt, width=200, color="never", verbose=True)
     assert HF in plain  # the report does carry it...
     red = render_to_string(rep, fmt, width=200, color="never", verbose=True, redact="secrets")
@@ -333,9 +440,15 @@ def test_redact_every_format(fmt: str):
 # -- golden files ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "render"), [
-    ("report_hand.md", markdown.render), ("report_hand.sarif", sarif.render),
-    ("report_hand.junit.xml", junit.render), ("report_hand.github.txt", gh.render)])
+@pytest.mark.parametrize(
+    ("name", "render"),
+    [
+        ("report_hand.md", markdown.render),
+        ("report_hand.sarif", sarif.render),
+        ("report_hand.junit.xml", junit.render),
+        ("report_hand.github.txt", gh.render),
+    ],
+)
 def test_golden(name: str, render, golden):
     golden(GOLDEN / name, render(hand_report()).replace(__version__, "VERSION"))
 

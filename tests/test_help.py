@@ -19,8 +19,9 @@ from triage.cli import build_parser, main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _parsers(p: argparse.ArgumentParser, name: str = "triage"
-             ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _parsers(
+    p: argparse.ArgumentParser, name: str = "triage"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield name, p
     for action in p._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -52,8 +53,13 @@ def test_logs_help_shows_exit_codes_and_three_examples(capsys):
 
 
 def _repro_list(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "triage", "repro", "--list", *args],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "triage", "repro", "--list", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_repro_list_is_a_table():
@@ -85,7 +91,8 @@ def test_readme_sample_output_is_what_the_command_prints(capsys):
     printed = capsys.readouterr().out
     sample = "\n".join(x.rstrip() for x in m.group(3).rstrip().splitlines())
     assert sample == "\n".join(x.rstrip() for x in printed.rstrip().splitlines()), (
-        f"regenerate the README's sample with: {m.group(1)} --width 100 --color never")
+        f"regenerate the README's sample with: {m.group(1)} --width 100 --color never"
+    )
 
 
 def test_readme_says_which_extras_need_what():

@@ -18,8 +18,9 @@ LIMIT_S = 60
 
 
 def triage(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True,
-                          timeout=LIMIT_S)
+    return subprocess.run(
+        [sys.executable, "-m", "triage", *args], capture_output=True, text=True, timeout=LIMIT_S
+    )
 
 
 def make(tmp: Path, name: str, data: bytes) -> str:
@@ -32,12 +33,17 @@ CASES = {
     "invalid-utf8": lambda: b"step 1 \xff\xfe\xfd loss 2.0\n\xc3\x28 RuntimeError: x\n",
     "nul-bytes": lambda: b"step 1\x00\x00 loss\x00 2\nValueError: \x00boom\n",
     "empty": lambda: b"",
-    "crlf": lambda: b"step 1 loss 2\r\nTraceback (most recent call last):\r\n  File \"a.py\", line 1, in <module>\r\nValueError: x\r\n",
+    "crlf": lambda: (
+        b'step 1 loss 2\r\nTraceback (most recent call last):\r\n  File "a.py", line 1, in <module>\r\nValueError: x\r\n'
+    ),
     "random-binary": lambda: random.Random(1).randbytes(3 << 20),
     "redos-bait-a": lambda: b"a" * (4 << 20),
     "redos-bait-colon": lambda: (b"Error: " * 200_000) + b"\n",
     "redos-spaces-line": lambda: b" " * (2 << 20) + b"out of memory" + b" " * (1 << 20) + b"\n",
-    "ansi-storm": lambda: b"\x1b[31m\x1b[0m\x1b[2K\x1b[1A" * 100_000 + b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+    "ansi-storm": lambda: (
+        b"\x1b[31m\x1b[0m\x1b[2K\x1b[1A" * 100_000
+        + b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    ),
     "long-single-line": lambda: b'{"msg": "' + b"x" * (64 << 20) + b'"}',
 }
 
@@ -57,7 +63,10 @@ def test_hostile_file(tmp_path: Path, name: str, validate_report):
 
 
 def test_truncated_gzip_is_read(tmp_path: Path, validate_report):
-    blob = gzip.compress(b"step 1 loss 2.0\n" * 50_000 + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n")
+    blob = gzip.compress(
+        b"step 1 loss 2.0\n" * 50_000
+        + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
+    )
     path = make(tmp_path, "cut.log.gz", blob[: len(blob) - 40])
     out = triage("logs", path, "--format", "json")
     assert out.returncode == 0, out.stderr
@@ -68,7 +77,11 @@ def test_truncated_gzip_is_read(tmp_path: Path, validate_report):
 
 
 def test_gzip_log_is_read(tmp_path: Path):
-    path = make(tmp_path, "ok.log.gz", gzip.compress(b"[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"))
+    path = make(
+        tmp_path,
+        "ok.log.gz",
+        gzip.compress(b"[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"),
+    )
     rep = json.loads(triage("logs", path, "--format", "json").stdout)
     assert rep["diagnoses"][0]["signature"] == "cuda-oom"
 
@@ -112,8 +125,9 @@ def test_no_eval_exec_pickle_in_triage():
     bad = re.compile(r"\b(?:eval|exec)\(|\bimport pickle\b|\bpickle\.loads?\(|\bmarshal\.loads?\(")
     # repro scenarios are programs run in a subprocess; they never read logs or rules
     files = [p for p in root.rglob("*.py") if "repro/scenarios" not in str(p)]
-    hits = [f"{p}:{i}" for p in files
-            for i, line in enumerate(p.read_text().splitlines(), 1) if bad.search(line)]
+    hits = [
+        f"{p}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1) if bad.search(line)
+    ]
     assert hits == []
 
 
@@ -127,5 +141,7 @@ def test_triage_makes_no_network_calls(monkeypatch, tmp_path: Path):
 
     monkeypatch.setattr(socket, "socket", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    log = make(tmp_path, "a.log", b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n")
+    log = make(
+        tmp_path, "a.log", b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
+    )
     assert main(["logs", log, "--format", "json", "-o", str(tmp_path / "r.json")]) == 0

@@ -48,15 +48,20 @@ def _rank_folder(tmp_path: Path, ranks: int = 500) -> Path:
     for r in range(ranks):
         lines = ["Initializing process group"]
         last = 9 if r == 137 else 12
-        lines += [f"step {s} loss {2.5 - s * 0.05 + r * 1e-4:.4f} tok/s {21000 + s}"
-                  for s in range(1, last + 1)]
+        lines += [
+            f"step {s} loss {2.5 - s * 0.05 + r * 1e-4:.4f} tok/s {21000 + s}" for s in range(1, last + 1)
+        ]
         if r == 137:
-            lines.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
-                         "GPU 1 has a total capacity of 79.19 GiB of which 1.02 GiB is free.")
+            lines.append(
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                "GPU 1 has a total capacity of 79.19 GiB of which 1.02 GiB is free."
+            )
         else:
-            lines.append(f"[Rank {r}] Watchdog caught collective operation timeout: "
-                         "WorkNCCL(SeqNum=77, OpType=ALLREDUCE) ran for 600016 milliseconds "
-                         "before timing out.")
+            lines.append(
+                f"[Rank {r}] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=77, OpType=ALLREDUCE) ran for 600016 milliseconds "
+                "before timing out."
+            )
         (folder / f"rank{r}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
@@ -72,9 +77,18 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
         # the system's browser: playwright downloads nothing; its own temporary profile
         # is a fresh user-data-dir each launch
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         try:
             yield b
         finally:
@@ -258,9 +272,11 @@ def test_nonfinite_values_and_step_times_are_drawn(browser: Any, tmp_path: Path)
 def test_redacted_page_masks_secrets(tmp_path: Path) -> None:
     token = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
     log = tmp_path / "train.log"
-    log.write_text(f"export HF_TOKEN={token}\nstep 1 loss 2.0\n"
-                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
-                   encoding="utf-8")
+    log.write_text(
+        f"export HF_TOKEN={token}\nstep 1 loss 2.0\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+        encoding="utf-8",
+    )
     page = _write_report(tmp_path, log, extra=("--redact",)).read_text(encoding="utf-8")
     assert token not in page
     assert "&lt;HF_TOKEN" in page  # the placeholder, escaped like any log text
@@ -268,8 +284,9 @@ def test_redacted_page_masks_secrets(tmp_path: Path) -> None:
 
 def test_page_loads_nothing_and_escapes_log_text(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
-    log.write_text('step 1 loss 2.0\nRuntimeError: <script>alert(1)</script> <img src="http://x/y">\n',
-                   encoding="utf-8")
+    log.write_text(
+        'step 1 loss 2.0\nRuntimeError: <script>alert(1)</script> <img src="http://x/y">\n', encoding="utf-8"
+    )
     page = _write_report(tmp_path, log).read_text(encoding="utf-8")
     assert "<script" not in page and "<img" not in page
     assert "&lt;script&gt;" in page
@@ -278,9 +295,11 @@ def test_page_loads_nothing_and_escapes_log_text(tmp_path: Path) -> None:
 
 def test_html_without_the_extra_is_a_one_line_error(tmp_path: Path) -> None:
     # the extra is absent when its module cannot be imported: run triage so
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from triage.cli import main\n"
-            f"sys.exit(main(['logs', {str(OOM)!r}, '--format', 'html', '-o', {str(tmp_path / 'r.html')!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from triage.cli import main\n"
+        f"sys.exit(main(['logs', {str(OOM)!r}, '--format', 'html', '-o', {str(tmp_path / 'r.html')!r}]))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "pip install 'triage[html]'" in p.stderr
@@ -294,8 +313,13 @@ def test_open_hands_the_page_to_the_browser(tmp_path: Path) -> None:
     script.chmod(0o755)
     out = tmp_path / "r.html"
     env = {**os.environ, "BROWSER": f"{script} %s"}
-    p = subprocess.run([sys.executable, "-m", "triage", "logs", str(OOM), "--format", "html",
-                        "-o", str(out), "--open"], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "triage", "logs", str(OOM), "--format", "html", "-o", str(out), "--open"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert seen.read_text() == out.resolve().as_uri()
 
@@ -332,15 +356,24 @@ def test_timeline_data_of_the_cascade() -> None:
 def test_gpu_readings_from_a_snapshot() -> None:
     from triage.engine import gpu_readings
 
-    g = gpu_readings({"gpu.count": 2, "gpu.all.memory_used_mib": [81000, 0],
-                      "gpu.all.memory_total_mib": [81559, 81559], "gpu.names": ["H100", "H100"]})
+    g = gpu_readings(
+        {
+            "gpu.count": 2,
+            "gpu.all.memory_used_mib": [81000, 0],
+            "gpu.all.memory_total_mib": [81559, 81559],
+            "gpu.names": ["H100", "H100"],
+        }
+    )
     assert [x.memory_used_mib for x in g] == [81000.0, 0.0]
     assert g[0].utilization_pct is None  # not read: left empty, not zero
     assert gpu_readings({}) == ()
 
 
-@given(st.lists(st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf])),
-                min_size=1, max_size=5000))
+@given(
+    st.lists(
+        st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf])), min_size=1, max_size=5000
+    )
+)
 def test_thinned_series_is_bounded_and_keeps_the_ends(values: list[float]) -> None:
     t = Thinned("step")
     for i, v in enumerate(values):
@@ -389,12 +422,14 @@ def test_watch_html_goes_beside_a_tmux_capture_only(tmp_path: Path) -> None:
 
 
 def test_only_the_chart_module_imports_matplotlib() -> None:
-    code = ("import sys, triage.report.html, triage.cli\n"
-            "print('matplotlib' in sys.modules)\n")
+    code = "import sys, triage.report.html, triage.cli\nprint('matplotlib' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-    users = [p.name for p in (ROOT / "triage").rglob("*.py")
-             if re.search(r"^\s*(?:import|from) matplotlib", p.read_text(encoding="utf-8"), re.M)]
+    users = [
+        p.name
+        for p in (ROOT / "triage").rglob("*.py")
+        if re.search(r"^\s*(?:import|from) matplotlib", p.read_text(encoding="utf-8"), re.M)
+    ]
     assert users == ["charts.py"]
 
 
@@ -402,13 +437,20 @@ def test_timestamped_ranks_are_drawn_against_time() -> None:
     from triage.engine import analyze_text
     from triage.report import charts
 
-    lines = [f"[rank{r}]: [2024-09-03 14:58:{s * 2 + r:02d}] step={s} loss={2.0 - s / 10:.2f}"
-             for s in range(1, 6) for r in range(2)]
-    lines.append("[rank1]: [2024-09-03 14:58:20] torch.OutOfMemoryError: CUDA out of memory. "
-                 "Tried to allocate 2.00 GiB")
+    lines = [
+        f"[rank{r}]: [2024-09-03 14:58:{s * 2 + r:02d}] step={s} loss={2.0 - s / 10:.2f}"
+        for s in range(1, 6)
+        for r in range(2)
+    ]
+    lines.append(
+        "[rank1]: [2024-09-03 14:58:20] torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB"
+    )
     r = analyze_text("\n".join(lines) + "\n")
     assert [(s.rank, s.first_ts is not None, s.last_ts is not None) for s in r.timeline] == [
-        (0, True, True), (1, True, True)]
+        (0, True, True),
+        (1, True, True),
+    ]
     steps = [s for s in r.series if s.name == "step_time_s"]
     assert [s.rank for s in steps] == [0, 1] and all(p[1] == 2.0 for p in steps[0].points)
     svg = charts.timeline(r.timeline, first_failed=(r.timeline[1].source, 1))

@@ -22,23 +22,36 @@ def norm(line: str) -> list[tuple[str, int | None]]:
     return [(p.text, p.rank) for p in normalize(line.encode(), SourceState())]
 
 
-@pytest.mark.parametrize("raw,text,rank", [
-    ("[rank3]: torch.OutOfMemoryError: CUDA out of memory", "torch.OutOfMemoryError: CUDA out of memory", 3),
-    ("[default5]:[rank5]: ValueError: bad", "ValueError: bad", 5),
-    ("[1,7]<stderr>: RuntimeError: x", "RuntimeError: x", 7),
-    ("12: KeyError: 'a'", "KeyError: 'a'", 12),
-    ("[rank2]:[E1129 17:32:24.829000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught",
-     "[Rank 2] Watchdog caught", 2),
-    ("E1129 13:02:11.123456 4242 torch/distributed/run.py:874] failed (exitcode: -9)",
-     "failed (exitcode: -9)", None),
-    ("2026-11-29 13:02:11,123 - root - ERROR - loss is nan", "loss is nan", None),
-    ("2026-11-29T13:02:11.123456789Z RuntimeError: boom", "RuntimeError: boom", None),
-    ("Nov 29 13:02:11 node17 python[4242]: RuntimeError: boom", "RuntimeError: boom", None),
-    ("[2026-11-29 13:02:11,001] [INFO] [engine.py:12:step] hello", "hello", None),
-    ("INFO:torch.distributed.run:starting", "starting", None),
-    ("[pod/trainer-0/main] RuntimeError: boom", "RuntimeError: boom", None),
-    ("  1234 | RuntimeError: boom", "RuntimeError: boom", None),
-])
+@pytest.mark.parametrize(
+    "raw,text,rank",
+    [
+        (
+            "[rank3]: torch.OutOfMemoryError: CUDA out of memory",
+            "torch.OutOfMemoryError: CUDA out of memory",
+            3,
+        ),
+        ("[default5]:[rank5]: ValueError: bad", "ValueError: bad", 5),
+        ("[1,7]<stderr>: RuntimeError: x", "RuntimeError: x", 7),
+        ("12: KeyError: 'a'", "KeyError: 'a'", 12),
+        (
+            "[rank2]:[E1129 17:32:24.829000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught",
+            "[Rank 2] Watchdog caught",
+            2,
+        ),
+        (
+            "E1129 13:02:11.123456 4242 torch/distributed/run.py:874] failed (exitcode: -9)",
+            "failed (exitcode: -9)",
+            None,
+        ),
+        ("2026-11-29 13:02:11,123 - root - ERROR - loss is nan", "loss is nan", None),
+        ("2026-11-29T13:02:11.123456789Z RuntimeError: boom", "RuntimeError: boom", None),
+        ("Nov 29 13:02:11 node17 python[4242]: RuntimeError: boom", "RuntimeError: boom", None),
+        ("[2026-11-29 13:02:11,001] [INFO] [engine.py:12:step] hello", "hello", None),
+        ("INFO:torch.distributed.run:starting", "starting", None),
+        ("[pod/trainer-0/main] RuntimeError: boom", "RuntimeError: boom", None),
+        ("  1234 | RuntimeError: boom", "RuntimeError: boom", None),
+    ],
+)
 def test_prefixes_are_peeled(raw, text, rank):
     out = norm(raw)
     assert out == [(text, rank)]
@@ -71,7 +84,7 @@ def test_srun_line_numbers_are_not_ranks():
 
 def test_huge_line_is_capped_with_marker():
     data = b"x" * (3 * MAX_LINE) + b"\nnext\n"
-    lines = list(split_lines([data[i:i + 1000] for i in range(0, len(data), 1000)]))
+    lines = list(split_lines([data[i : i + 1000] for i in range(0, len(data), 1000)]))
     assert len(lines) == 2
     assert lines[0].cut_bytes > 0
     assert lines[0].data.startswith(b"x" * HEAD_KEEP)
@@ -142,8 +155,13 @@ def test_damaged_gzip_keeps_the_unfinished_last_line(tmp_path: Path):
 
 def run_with_stdin_closed(*args: str) -> subprocess.CompletedProcess[str]:
     """`triage ARGS <&-`: the real CLI in a child whose file descriptor 0 is closed."""
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True,
-                          timeout=120, preexec_fn=lambda: os.close(0))
+    return subprocess.run(
+        [sys.executable, "-m", "triage", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(0),
+    )
 
 
 def test_file_arguments_do_not_need_stdin(tmp_path: Path):
@@ -173,20 +191,23 @@ def ranks_of(tmp_path: Path, name: str, body: str) -> tuple[tuple[int, ...], lis
     return ing.sources[0].ranks, lines
 
 
-@pytest.mark.parametrize("name,rank", [
-    ("012-cuda-oom-rank3-cascade.log", 3),  # a fixture's slug: 012 is its number, not a rank
-    ("gpu-node-17-rank3.log", 3),  # node-17 is a host name; rank3 says the rank
-    ("node-2-rank5.log", 5),
-    ("job-4242-rank_1.out", 1),
-    ("rank10.log", 10),
-    ("train.rank7.txt", 7),
-    ("local_rank2.log", 2),
-    ("worker-3.log", 3),
-    ("7.log", 7),
-    ("llama3-8b.log", None),  # digits inside a word are not a rank
-    ("run-2026-11-29.log", None),
-    ("framework3.log", None),
-])
+@pytest.mark.parametrize(
+    "name,rank",
+    [
+        ("012-cuda-oom-rank3-cascade.log", 3),  # a fixture's slug: 012 is its number, not a rank
+        ("gpu-node-17-rank3.log", 3),  # node-17 is a host name; rank3 says the rank
+        ("node-2-rank5.log", 5),
+        ("job-4242-rank_1.out", 1),
+        ("rank10.log", 10),
+        ("train.rank7.txt", 7),
+        ("local_rank2.log", 2),
+        ("worker-3.log", 3),
+        ("7.log", 7),
+        ("llama3-8b.log", None),  # digits inside a word are not a rank
+        ("run-2026-11-29.log", None),
+        ("framework3.log", None),
+    ],
+)
 def test_rank_from_file_name(tmp_path: Path, name: str, rank: int | None):
     ranks, lines = ranks_of(tmp_path, name, "step 1 loss 2.0\n")
     assert ranks == (() if rank is None else (rank,))
@@ -196,9 +217,11 @@ def test_rank_from_file_name(tmp_path: Path, name: str, rank: int | None):
 def test_a_log_that_names_its_ranks_is_not_given_the_one_in_its_file_name(tmp_path: Path):
     """`012-cuda-oom-rank3-cascade.log` holding rank 5's lines: the content says the rank;
     the launcher's own lines (no prefix) are no rank's."""
-    body = ("W1129 17:20:01.100000 24239 torch/distributed/run.py:792] starting\n"
-            "[rank5]: torch.OutOfMemoryError: CUDA out of memory.\n"
-            "[rank5]: step 1\n")
+    body = (
+        "W1129 17:20:01.100000 24239 torch/distributed/run.py:792] starting\n"
+        "[rank5]: torch.OutOfMemoryError: CUDA out of memory.\n"
+        "[rank5]: step 1\n"
+    )
     ranks, lines = ranks_of(tmp_path, "012-cuda-oom-rank3-cascade.log", body)
     assert ranks == (5,)
     assert lines == [None, 5, 5]
@@ -222,9 +245,9 @@ def test_folder_of_ranks_in_natural_order(tmp_path: Path):
 
 def test_viewer_line_number_before_a_rank_prefix_is_peeled():
     assert norm("[51322] [rank0]: torch.OutOfMemoryError: CUDA out of memory") == [
-        ("torch.OutOfMemoryError: CUDA out of memory", 0)]
-    assert norm("[7] Traceback (most recent call last):") == [
-        ("Traceback (most recent call last):", None)]
+        ("torch.OutOfMemoryError: CUDA out of memory", 0)
+    ]
+    assert norm("[7] Traceback (most recent call last):") == [("Traceback (most recent call last):", None)]
 
 
 # -- what notes say (item 7) ------------------------------------------------------------
@@ -243,8 +266,7 @@ def big_line_log(tmp_path: Path, line_bytes: int) -> Path:
 def test_a_huge_line_is_noted_with_its_true_size(tmp_path: Path, fast: bool):
     size = 20 << 20  # several of the fast path's 8 MiB chunks
     p = big_line_log(tmp_path, size)
-    ing = Ingest([str(p)], scanner=LiteralScanner(["RuntimeError"]) if fast else None,
-                 fast_min_bytes=0)
+    ing = Ingest([str(p)], scanner=LiteralScanner(["RuntimeError"]) if fast else None, fast_min_bytes=0)
     lines = list(ing)
     assert [x.lineno for x in lines] == [1, 2, 3]
     assert len(lines[1].text) < MAX_LINE + 100  # still capped

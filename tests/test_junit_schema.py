@@ -43,17 +43,23 @@ def errors_of(schema, path_or_text: str | Path) -> list[str]:
 
 def test_the_schema_is_strict(schema):
     # the schema itself must reject what the issue reports, or the tests below prove nothing
-    bad_case = ('<testsuites><testsuite name="t" tests="1" failures="0" errors="0">'
-                '<testcase name="a" file="x.log" line="3"/></testsuite></testsuites>')
+    bad_case = (
+        '<testsuites><testsuite name="t" tests="1" failures="0" errors="0">'
+        '<testcase name="a" file="x.log" line="3"/></testsuite></testsuites>'
+    )
     no_errors = '<testsuite name="t" tests="1" failures="0"><testcase name="a"/></testsuite>'
-    props_in_case = ('<testsuite name="t" tests="1" failures="0" errors="0"><testcase name="a">'
-                     '<properties/></testcase></testsuite>')
+    props_in_case = (
+        '<testsuite name="t" tests="1" failures="0" errors="0"><testcase name="a">'
+        "<properties/></testcase></testsuite>"
+    )
     for bad in (bad_case, no_errors, props_in_case):
         assert errors_of(schema, bad), bad
-    ok = ('<testsuites><testsuite name="t" tests="1" failures="1" errors="0" time="0">'
-          '<properties><property name="p" value="v"/></properties>'
-          '<testcase name="a" classname="c" time="0.5"><failure message="m" type="t">x'
-          '</failure></testcase><system-out>o</system-out></testsuite></testsuites>')
+    ok = (
+        '<testsuites><testsuite name="t" tests="1" failures="1" errors="0" time="0">'
+        '<properties><property name="p" value="v"/></properties>'
+        '<testcase name="a" classname="c" time="0.5"><failure message="m" type="t">x'
+        "</failure></testcase><system-out>o</system-out></testsuite></testsuites>"
+    )
     assert errors_of(schema, ok) == []
 
 
@@ -70,36 +76,65 @@ def test_logs_junit_of_a_crash_validates(schema, oom_log: Path, tmp_path: Path, 
     assert f"{oom_log}:{OOM_LINE}" in (fail.text or "")
 
 
-@pytest.mark.parametrize("text", [
-    "step 1 loss 2.0000\nstep 2 loss 1.9000\nTraining completed.\n",  # healthy: one passing case
-    "step 1 loss 2.0\nstep 2 loss 1.9\nstep 3 lo",  # cut off: an inference at the log's end
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "step 1 loss 2.0000\nstep 2 loss 1.9000\nTraining completed.\n",  # healthy: one passing case
+        "step 1 loss 2.0\nstep 2 loss 1.9\nstep 3 lo",  # cut off: an inference at the log's end
+        "",
+    ],
+)
 def test_logs_junit_of_other_logs_validates(schema, text: str):
     assert errors_of(schema, junit.render(analyze_text(text))) == []
 
 
 def test_logs_junit_with_markup_and_control_characters_validates(schema):
-    ev = Evidence(text="bad \x00\x1b[31m bytes </failure> & <![CDATA[ ]]>", source="a&b.log",
-                  line=1, rank=0)
-    d = Diagnosis(signature="cuda-oom", rule="memory/cuda-oom", title="CUDA <out> of memory",
-                  confidence=Confidence.CONFIRMED, score=0.9, role="root-cause", evidence=(ev,))
-    rep = Report(sources=(SourceInfo("a&b.log", 1),), end_state=EndState("error"),
-                 diagnoses=(d,), notes=("a note with \x07 bell",))
+    ev = Evidence(text="bad \x00\x1b[31m bytes </failure> & <![CDATA[ ]]>", source="a&b.log", line=1, rank=0)
+    d = Diagnosis(
+        signature="cuda-oom",
+        rule="memory/cuda-oom",
+        title="CUDA <out> of memory",
+        confidence=Confidence.CONFIRMED,
+        score=0.9,
+        role="root-cause",
+        evidence=(ev,),
+    )
+    rep = Report(
+        sources=(SourceInfo("a&b.log", 1),),
+        end_state=EndState("error"),
+        diagnoses=(d,),
+        notes=("a note with \x07 bell",),
+    )
     assert errors_of(schema, junit.render(rep)) == []
 
 
 def test_real_multi_rank_log_validates(schema, tmp_path: Path):
     log = tmp_path / "train.log"
-    log.write_text("".join(f"[rank{r}]: step 1 loss 2.0\n" for r in range(4))
-                   + "".join(f"[rank3]: {line}\n" for line in OOM_LOG.splitlines()))
+    log.write_text(
+        "".join(f"[rank{r}]: step 1 loss 2.0\n" for r in range(4))
+        + "".join(f"[rank3]: {line}\n" for line in OOM_LOG.splitlines())
+    )
     assert errors_of(schema, junit.render(analyze([str(log)]))) == []
 
 
 def test_fixtures_check_junit_validates(schema, oom_log: Path, tmp_path: Path, capsys):
     fx = tmp_path / "fx"
-    assert main(["fixtures", "add", str(oom_log), "--expect", "cuda-oom", "--dir", str(fx),
-                 "--source", "composed for this test"]) == 0
+    assert (
+        main(
+            [
+                "fixtures",
+                "add",
+                str(oom_log),
+                "--expect",
+                "cuda-oom",
+                "--dir",
+                str(fx),
+                "--source",
+                "composed for this test",
+            ]
+        )
+        == 0
+    )
     xml = tmp_path / "fixtures.xml"
     assert main(["fixtures", "check", str(fx), "--junit", str(xml)]) == 0
     assert errors_of(schema, xml) == []

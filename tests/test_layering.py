@@ -26,8 +26,7 @@ def test_core_imports_nothing_heavy():
 
 
 def test_evidence_imports_pynvml_lazily():
-    code = ("import sys, triage.evidence\n"
-            "print('pynvml' in sys.modules)\n")
+    code = "import sys, triage.evidence\nprint('pynvml' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from triage.cli import main
 
-GOOD = '''id = "my-oom"
+GOOD = """id = "my-oom"
 title = "My OOM"
 category = "memory"
 summary = "x"
@@ -21,7 +21,7 @@ regex = 'MyAllocator exhausted after \\d+ tries'
 [examples]
 fire = ["MyAllocator exhausted after 3 tries"]
 quiet = ["MyAllocator ok"]
-'''
+"""
 
 
 def write(d: Path, name: str, text: str) -> Path:
@@ -50,16 +50,23 @@ def test_nested_quantifier_is_rejected(tmp_path: Path, capsys):
 
 
 def test_example_that_does_not_fire_is_reported(tmp_path: Path, capsys):
-    write(tmp_path / "r", "my-oom.toml", GOOD.replace('fire = ["MyAllocator exhausted after 3 tries"]',
-                                                      'fire = ["MyAllocator exhausted"]'))
+    write(
+        tmp_path / "r",
+        "my-oom.toml",
+        GOOD.replace('fire = ["MyAllocator exhausted after 3 tries"]', 'fire = ["MyAllocator exhausted"]'),
+    )
     rc, out = lint(tmp_path / "r", capsys)
     assert rc == 1 and "examples.fire[0]" in out
 
 
 def test_common_word_literal_is_rejected(tmp_path: Path, capsys):
-    write(tmp_path / "r", "my-oom.toml", GOOD.replace('literal = "MyAllocator exhausted"', 'literal = "error"')
-          .replace("MyAllocator exhausted after", "error MyAllocator exhausted after")
-          .replace('fire = ["MyAllocator', 'fire = ["error MyAllocator'))
+    write(
+        tmp_path / "r",
+        "my-oom.toml",
+        GOOD.replace('literal = "MyAllocator exhausted"', 'literal = "error"')
+        .replace("MyAllocator exhausted after", "error MyAllocator exhausted after")
+        .replace('fire = ["MyAllocator', 'fire = ["error MyAllocator'),
+    )
     rc, out = lint(tmp_path / "r", capsys)
     assert rc == 1 and "common word" in out
 

@@ -20,15 +20,37 @@ from triage.ingest.normalize import SourceState, normalize
 RULES = get_rules()
 
 # Bytes biased towards the things logs are made of.
-TOKENS = st.sampled_from([
-    b"\n", b"\r", b"\r\n", b"\x1b[31m", b"\x1b[0m", b"\x00", b"\xff", b"[rank3]: ", b"[default1]:",
-    b"3: ", b"Traceback (most recent call last):\n", b'  File "a.py", line 1, in f\n',
-    b"RuntimeError: ", b"CUDA out of memory", b"Killed", b"100%|####| 10/10 [00:01<00:00]",
-    b"During handling of the above exception, another exception occurred:\n",
-    b"Root Cause (first observed failure):\n", b"  rank      : 3 (local_rank: 3)\n",
-    b"  exitcode  : -9 (pid: 1)\n", b"=" * 60, b"E1129 13:02:11.123 1 a.cc:1] ", b"loss nan ",
-    b"step 12 ", b"\\n", b"NCCL WARN ", b"Watchdog caught collective operation timeout",
-])
+TOKENS = st.sampled_from(
+    [
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\x1b[31m",
+        b"\x1b[0m",
+        b"\x00",
+        b"\xff",
+        b"[rank3]: ",
+        b"[default1]:",
+        b"3: ",
+        b"Traceback (most recent call last):\n",
+        b'  File "a.py", line 1, in f\n',
+        b"RuntimeError: ",
+        b"CUDA out of memory",
+        b"Killed",
+        b"100%|####| 10/10 [00:01<00:00]",
+        b"During handling of the above exception, another exception occurred:\n",
+        b"Root Cause (first observed failure):\n",
+        b"  rank      : 3 (local_rank: 3)\n",
+        b"  exitcode  : -9 (pid: 1)\n",
+        b"=" * 60,
+        b"E1129 13:02:11.123 1 a.cc:1] ",
+        b"loss nan ",
+        b"step 12 ",
+        b"\\n",
+        b"NCCL WARN ",
+        b"Watchdog caught collective operation timeout",
+    ]
+)
 LOGS = st.lists(st.one_of(TOKENS, st.binary(max_size=40)), max_size=60).map(b"".join)
 
 
@@ -99,7 +121,9 @@ def test_fuzz_crash_1_torchrun_report_with_damaged_numbers():
 
     data = (Path(__file__).parent / "data" / "fuzz-crash-1.bin").read_bytes()
     analyze_text(data, rules=RULES)
-    text = ("Root Cause (first observed failure):\n[0]:\n  rank      : --9 (local_rank: 0)\n"
-            "  exitcode  : --9 (pid: 1)\n" + "=" * 60 + "\n")
+    text = (
+        "Root Cause (first observed failure):\n[0]:\n  rank      : --9 (local_rank: 0)\n"
+        "  exitcode  : --9 (pid: 1)\n" + "=" * 60 + "\n"
+    )
     rep = analyze_text(text, rules=RULES)
     assert rep.end_state.kind

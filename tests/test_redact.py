@@ -26,11 +26,12 @@ GHP = "ghp_1234567890abcdefghijABCDEFGHIJ123456"
 SECRETS = [
     (f"HF_TOKEN={HF} python train.py", HF, "HF_TOKEN"),
     (f"huggingface-cli login --token {HF}", HF, "HF_TOKEN"),
-    ("token: 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98", "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98",
-     "HF_TOKEN"),
-    ("HUGGING_FACE_HUB_TOKEN=api_org_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
-     "api_org_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
-     "HF_TOKEN"),
+    ("token: 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98", "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98", "HF_TOKEN"),
+    (
+        "HUGGING_FACE_HUB_TOKEN=api_org_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "api_org_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "HF_TOKEN",
+    ),
     (f"export WANDB_API_KEY={WANDB}", WANDB, "WANDB_API_KEY"),
     (f'WANDB_API_KEY: "{WANDB}"', WANDB, "WANDB_API_KEY"),
     (f"$ wandb login {WANDB}", WANDB, "WANDB_API_KEY"),
@@ -42,43 +43,58 @@ SECRETS = [
     (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "AWS_SECRET_KEY"),
     (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET, "AWS_SECRET_KEY"),
     (f'"SecretAccessKey": "{AWS_SECRET}"', AWS_SECRET, "AWS_SECRET_KEY"),
-    ("aws_session_token = IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ",
-     "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ", "AWS_SESSION_TOKEN"),
+    (
+        "aws_session_token = IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ",
+        "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ",
+        "AWS_SESSION_TOKEN",
+    ),
     (f"git remote set-url origin https://{GHP}@github.com/org/repo", GHP, "GITHUB_TOKEN"),
-    ("GH_TOKEN=gho_16C7e42F292c6912E7710c838347Ae178B4a",
-     "gho_16C7e42F292c6912E7710c838347Ae178B4a",
-     "GITHUB_TOKEN"),
-    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789abcdef",
-     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789abcdef",
-     "GITHUB_TOKEN"),
-    ("OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
-     "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
-     "API_KEY"),
-    ("openai.AuthenticationError: Incorrect API key provided: sk-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
-     "sk-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "API_KEY"),
-    ("x-api-key: sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z0123",
-     "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z0123", "API_KEY"),
-    ("Authorization: Bearer abcDEF123456ghiJKL789mnoPQR",
-     "abcDEF123456ghiJKL789mnoPQR", "BEARER_TOKEN"),
-    ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZDEyMw=='", "dXNlcjpwYXNzd29yZDEyMw==",
-     "AUTH_TOKEN"),
-    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.SflKxwRJSMeKKF2QT4fwpM",
-     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.SflKxwRJSMeKKF2QT4fwpM", "JWT"),
-    ("MLFLOW_TRACKING_URI=https://mlflow:Sup3rS3cret@mlflow.corp.example.io:5000",
-     "Sup3rS3cret", "PASSWORD"),
+    (
+        "GH_TOKEN=gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "GITHUB_TOKEN",
+    ),
+    (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789abcdef",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789abcdef",
+        "GITHUB_TOKEN",
+    ),
+    (
+        "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "API_KEY",
+    ),
+    (
+        "openai.AuthenticationError: Incorrect API key provided: sk-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "sk-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "API_KEY",
+    ),
+    (
+        "x-api-key: sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z0123",
+        "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z0123",
+        "API_KEY",
+    ),
+    ("Authorization: Bearer abcDEF123456ghiJKL789mnoPQR", "abcDEF123456ghiJKL789mnoPQR", "BEARER_TOKEN"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZDEyMw=='", "dXNlcjpwYXNzd29yZDEyMw==", "AUTH_TOKEN"),
+    (
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.SflKxwRJSMeKKF2QT4fwpM",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.SflKxwRJSMeKKF2QT4fwpM",
+        "JWT",
+    ),
+    ("MLFLOW_TRACKING_URI=https://mlflow:Sup3rS3cret@mlflow.corp.example.io:5000", "Sup3rS3cret", "PASSWORD"),
     ("redis://:hunter2hunter2@10.0.0.5:6379/0", "hunter2hunter2", "PASSWORD"),
     ("postgresql://trainer:p%40ss-w0rd@db:5432/runs", "p%40ss-w0rd", "PASSWORD"),
     ("db password=CorrectHorse42 user=train", "CorrectHorse42", "PASSWORD"),
     ('{"api_key": "a1b2c3d4e5f6g7h8i9"}', "a1b2c3d4e5f6g7h8i9", "SECRET"),
     ("MY_SERVICE_TOKEN=Zx81kLmn02Pqrs", "Zx81kLmn02Pqrs", "TOKEN"),
     ("python train.py --hf-token s3cr3tValue9 --epochs 3", "s3cr3tValue9", "SECRET"),
-    ("Slack alert via xoxb-1234567890-abcdefghijklmnop", "xoxb-1234567890-abcdefghijklmnop",
-     "SLACK_TOKEN"),
-    ("GOOGLE_API_KEY AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
-     "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
-     "GOOGLE_API_KEY"),
-    ("wandb: Currently logged in as: jane.doe@example-lab.org (team-x)", "jane.doe@example-lab.org",
-     "EMAIL"),
+    ("Slack alert via xoxb-1234567890-abcdefghijklmnop", "xoxb-1234567890-abcdefghijklmnop", "SLACK_TOKEN"),
+    (
+        "GOOGLE_API_KEY AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+        "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+        "GOOGLE_API_KEY",
+    ),
+    ("wandb: Currently logged in as: jane.doe@example-lab.org (team-x)", "jane.doe@example-lab.org", "EMAIL"),
     ("Author: Jane Doe <jane+ml@university.edu>", "jane+ml@university.edu", "EMAIL"),
     # what wandb prints when the key comes from the environment or the netrc
     (f"wandb: W&B API key is configured: {WANDB}", WANDB, "WANDB_API_KEY"),
@@ -89,8 +105,7 @@ SECRETS = [
 # Lines that must come out unchanged, in both modes.
 LOOK_ALIKES = [
     "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-    "Downloading model.safetensors "
-    "sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "Downloading model.safetensors sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "md5 d41d8cd98f00b204e9800998ecf8427e  checkpoint-1000/optimizer.pt",
     "commit 3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345 (HEAD -> main)",
     "git rev-parse HEAD: 0f3c9a1b2d4e6f708192a3b4c5d6e7f801234567",
@@ -148,59 +163,107 @@ LOOK_ALIKES = [
 
 # Lines for mode "all": (line, what must disappear, what must stay)
 IDENTITIES = [
-    ("gpu-node-17:24242:24242 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
-     ["gpu-node-17", "10.1.2.3"], ["NCCL INFO Bootstrap", "<0>"]),
+    (
+        "gpu-node-17:24242:24242 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
+        ["gpu-node-17", "10.1.2.3"],
+        ["NCCL INFO Bootstrap", "<0>"],
+    ),
     ("  host      : gpu-node-17.cluster.local", ["gpu-node-17"], ["host      : <HOST_"]),
-    ('File "/home/alice/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751',
-     ["alice"], ["/home/<USER_", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py"]),
+    (
+        'File "/home/alice/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751',
+        ["alice"],
+        ["/home/<USER_", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py"],
+    ),
     ("/Users/bob.smith/code/train.py", ["bob.smith"], ["/Users/<USER_", "/code/train.py"]),
     ("MASTER_ADDR=trainer-head-0 MASTER_PORT=29500", ["trainer-head-0"], ["MASTER_PORT=29500"]),
-    ("torchrun --rdzv-endpoint=worker-a.lab.internal:29400 train.py",
-     ["worker-a.lab.internal"], [":29400 train.py"]),
-    ("Connection refused: [2001:db8:85a3::8a2e:370:7334]:29500", ["2001:db8:85a3::8a2e:370:7334"],
-     [":29500"]),
+    (
+        "torchrun --rdzv-endpoint=worker-a.lab.internal:29400 train.py",
+        ["worker-a.lab.internal"],
+        [":29400 train.py"],
+    ),
+    (
+        "Connection refused: [2001:db8:85a3::8a2e:370:7334]:29500",
+        ["2001:db8:85a3::8a2e:370:7334"],
+        [":29500"],
+    ),
     ("alice@gpu-node-17:~/run$ python train.py", ["alice", "gpu-node-17"], ["python train.py"]),
     ("ssh trainer@10.20.30.40 -p 22", ["10.20.30.40"], ["ssh trainer@<IP_1> -p 22"]),
     ('File "/data/users/carol/run.py", line 3', ["carol"], ["/data/users/<USER_1>/run.py"]),
     # NCCL's host:pid:tid [dev] prefix, whatever follows it and whatever the host's domain
-    ("gpu-node-17.cluster.example.com:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0]",
-     ["gpu-node-17", "example.com"], ["<HOST_1>:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3]"]),
-    ("gpu-node-17:24242:24299 [3] misc/socket.cc:50 NCCL WARN Net : Connection closed",
-     ["gpu-node-17"], ["<HOST_1>:24242:24299 [3] misc/socket.cc:50 NCCL WARN"]),
-    ("[rank3]:gpu-node-17:24242:24299 [3] transport/net_ib.cc:123 NCCL WARN NET/IB",
-     ["gpu-node-17"], ["[rank3]:<HOST_1>:24242"]),
+    (
+        "gpu-node-17.cluster.example.com:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0]",
+        ["gpu-node-17", "example.com"],
+        ["<HOST_1>:24242:24299 [3] NCCL INFO Channel 00/0 : 3[3]"],
+    ),
+    (
+        "gpu-node-17:24242:24299 [3] misc/socket.cc:50 NCCL WARN Net : Connection closed",
+        ["gpu-node-17"],
+        ["<HOST_1>:24242:24299 [3] misc/socket.cc:50 NCCL WARN"],
+    ),
+    (
+        "[rank3]:gpu-node-17:24242:24299 [3] transport/net_ib.cc:123 NCCL WARN NET/IB",
+        ["gpu-node-17"],
+        ["[rank3]:<HOST_1>:24242"],
+    ),
     # torchrun / elastic failure reports
-    ("  host      : gpu-node-17.cluster.example.com", ["gpu-node-17", "example.com"],
-     ["  host      : <HOST_1>"]),
+    (
+        "  host      : gpu-node-17.cluster.example.com",
+        ["gpu-node-17", "example.com"],
+        ["  host      : <HOST_1>"],
+    ),
     ("  hostname : gpu-node-17", ["gpu-node-17"], ["  hostname : <HOST_1>"]),
-    ("torch.distributed.DistNetworkError: The client socket has timed out after 600s while "
-     "trying to connect to (gpu-node-01, 29500).", ["gpu-node-01"], ["(<HOST_1>, 29500)"]),
-    ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-node-01]:29500 "
-     "(errno: 110 - Connection timed out).", ["gpu-node-01"], ["[W socket.cpp:663]", "[<HOST_1>]:29500"]),
-    ("Rendezvous complete. rdzv_endpoint=gpu-node-01:29400 rdzv_backend=c10d",
-     ["gpu-node-01"], ["rdzv_endpoint=<HOST_1>:29400"]),
+    (
+        "torch.distributed.DistNetworkError: The client socket has timed out after 600s while "
+        "trying to connect to (gpu-node-01, 29500).",
+        ["gpu-node-01"],
+        ["(<HOST_1>, 29500)"],
+    ),
+    (
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-node-01]:29500 "
+        "(errno: 110 - Connection timed out).",
+        ["gpu-node-01"],
+        ["[W socket.cpp:663]", "[<HOST_1>]:29500"],
+    ),
+    (
+        "Rendezvous complete. rdzv_endpoint=gpu-node-01:29400 rdzv_backend=c10d",
+        ["gpu-node-01"],
+        ["rdzv_endpoint=<HOST_1>:29400"],
+    ),
     # SLURM: node lists and the lines srun and slurmstepd print
-    ("SLURM_JOB_NODELIST=gpu-node-[01-04,07]", ["gpu-node", "01-04"],
-     ["SLURM_JOB_NODELIST=<NODELIST_1>"]),
-    ("JobId=1234 NodeList=gpu-node-01,gpu-node-02 BatchHost=gpu-node-01",
-     ["gpu-node"], ["NodeList=<NODELIST_1> BatchHost=<HOST_1>"]),
+    ("SLURM_JOB_NODELIST=gpu-node-[01-04,07]", ["gpu-node", "01-04"], ["SLURM_JOB_NODELIST=<NODELIST_1>"]),
+    (
+        "JobId=1234 NodeList=gpu-node-01,gpu-node-02 BatchHost=gpu-node-01",
+        ["gpu-node"],
+        ["NodeList=<NODELIST_1> BatchHost=<HOST_1>"],
+    ),
     ("Nodes gpu-a100-[001-016] are ready for job", ["gpu-a100"], ["Nodes <NODELIST_1> are ready"]),
-    ("srun: error: gpu-node-03: task 3: Exited with exit code 1", ["gpu-node-03"],
-     ["srun: error: <HOST_1>: task 3: Exited with exit code 1"]),
-    ("slurmstepd: error: *** JOB 1234 ON gpu-node-01 CANCELLED AT 2026-11-29T17:30:00 DUE TO "
-     "TIME LIMIT ***", ["gpu-node-01"], ["*** JOB 1234 ON <HOST_1> CANCELLED AT", "DUE TO TIME LIMIT"]),
+    (
+        "srun: error: gpu-node-03: task 3: Exited with exit code 1",
+        ["gpu-node-03"],
+        ["srun: error: <HOST_1>: task 3: Exited with exit code 1"],
+    ),
+    (
+        "slurmstepd: error: *** JOB 1234 ON gpu-node-01 CANCELLED AT 2026-11-29T17:30:00 DUE TO "
+        "TIME LIMIT ***",
+        ["gpu-node-01"],
+        ["*** JOB 1234 ON <HOST_1> CANCELLED AT", "DUE TO TIME LIMIT"],
+    ),
     ("srun: error: Node failure on gpu-node-05", ["gpu-node-05"], ["Node failure on <HOST_1>"]),
     ("Running on host gpu-node-17", ["gpu-node-17"], ["Running on host <HOST_1>"]),
     # FQDNs, under a documentation domain or a country's
-    ("ssh to gpu-node-17.cluster.example.com failed", ["gpu-node-17", "example.com"],
-     ["ssh to <HOST_1> failed"]),
+    (
+        "ssh to gpu-node-17.cluster.example.com failed",
+        ["gpu-node-17", "example.com"],
+        ["ssh to <HOST_1> failed"],
+    ),
     ("login node ml-login-2.cs.uni-example.de refused", ["ml-login-2"], ["login node <HOST_1> refused"]),
     ("  host      : trainer-master-0.svc.cluster.local", ["trainer-master-0"], ["host      : <HOST_1>"]),
 ]
 
 
-@pytest.mark.parametrize(("line", "secret", "kind"), SECRETS,
-                         ids=[f"{s[2]}-{i}" for i, s in enumerate(SECRETS)])
+@pytest.mark.parametrize(
+    ("line", "secret", "kind"), SECRETS, ids=[f"{s[2]}-{i}" for i, s in enumerate(SECRETS)]
+)
 @pytest.mark.parametrize("mode", ["secrets", "all"])
 def test_secret_is_masked(line: str, secret: str, kind: str, mode: str):
     out = redact(line, mode)
@@ -241,8 +304,7 @@ def test_learned_host_is_masked_everywhere():
 
 
 def test_line_count_and_undecodable_bytes_are_kept():
-    key = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabcdefgh\n"
-           "-----END RSA PRIVATE KEY-----")
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabcdefgh\n-----END RSA PRIVATE KEY-----"
     text = f"a\n{key}\nb HF_TOKEN={HF}\n"
     out = redact(text)
     assert out.count("\n") == text.count("\n")
@@ -258,8 +320,11 @@ def test_bad_mode_is_rejected():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=7, max_value=64).flatmap(
-    lambda n: st.text(alphabet="0123456789abcdef", min_size=n, max_size=n)))
+@given(
+    st.integers(min_value=7, max_value=64).flatmap(
+        lambda n: st.text(alphabet="0123456789abcdef", min_size=n, max_size=n)
+    )
+)
 def test_any_hex_digest_survives(digest: str):
     line = f"checkpoint {digest} verified (commit {digest[:12]})"
     assert redact(line, "all") == line
@@ -279,15 +344,19 @@ def test_placeholders_are_never_masked_twice():
 
 
 def test_a_host_gets_one_placeholder_in_every_shape():
-    text = ("gpu-node-17:24242:24242 [0] NCCL INFO Bootstrap : Using eth0\n"
-            "  host      : gpu-node-17.cluster.example.com\n"
-            "rank 3 on gpu-node-17 died\n"
-            "SLURM_JOB_NODELIST=gpu-node-[16-17]\n"
-            "srun: error: gpu-node-16: task 0: Exited with exit code 1\n")
+    text = (
+        "gpu-node-17:24242:24242 [0] NCCL INFO Bootstrap : Using eth0\n"
+        "  host      : gpu-node-17.cluster.example.com\n"
+        "rank 3 on gpu-node-17 died\n"
+        "SLURM_JOB_NODELIST=gpu-node-[16-17]\n"
+        "srun: error: gpu-node-16: task 0: Exited with exit code 1\n"
+    )
     out = redact(text, "all").splitlines()
     assert "gpu-node" not in "\n".join(out), out
     ph = out[0].split(":", 1)[0]
-    assert re.fullmatch(r"<HOST_\d>", ph) and out[0].endswith(":24242:24242 [0] NCCL INFO Bootstrap : Using eth0")
+    assert re.fullmatch(r"<HOST_\d>", ph) and out[0].endswith(
+        ":24242:24242 [0] NCCL INFO Bootstrap : Using eth0"
+    )
     assert out[1] == f"  host      : {ph}"  # the FQDN of the same machine
     assert out[2] == f"rank 3 on {ph} died"
     assert out[3] == "SLURM_JOB_NODELIST=<NODELIST_1>"
@@ -313,8 +382,10 @@ def test_a_private_key_cut_off_before_its_end_is_masked_to_the_end():
 
 
 def test_frames_and_library_paths_survive_next_to_hosts():
-    frame = ('  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/'
-             'api.py", line 722, in run')
+    frame = (
+        '  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/'
+        'api.py", line 722, in run'
+    )
     text = f"  host      : gpu-node-17\n{frame}\nnode gpu-node-17 lost\n"
     out = redact(text, "all").splitlines()
     assert out == ["  host      : <HOST_1>", frame, "node <HOST_1> lost"]

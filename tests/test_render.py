@@ -15,22 +15,36 @@ UPDATE_GOLDEN = "TRIAGE_UPDATE_GOLDEN"  # the one refresh variable (tests/confte
 
 
 def story_report() -> Report:
-    ev = Evidence(text="RuntimeError: Detected that you are using FX to symbolically trace a "
-                  "dynamo-optimized function. This is not supported at the moment.",
-                  source="train.log", line=41, rank=None,
-                  context=("  File \"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py\", line 745, in _fn",))
-    top = Diagnosis(signature="fx-tracing-flag-race", rule="compile/fx-tracing-flag-race",
-                    title="torch.compile called from several threads while another traces",
-                    confidence=Confidence.CONFIRMED, score=0.92, role="root-cause",
-                    summary="A compiled function was called while another thread traced.",
-                    evidence=(ev,), checks=("grep -n 'symbolically trace' train.log",),
-                    remedies=("Compile and warm up every shape before the threads start.",),
-                    docs=("https://pytorch.org/docs/stable/torch.compiler_faq.html",))
-    return Report(sources=(SourceInfo("train.log", 42, (), False),),
-                  end_state=EndState("traceback", "model-loading", 42, "train.log", "..."),
-                  diagnoses=(top,),
-                  ruled_out=(RuledOut("missing-accelerate", "accelerate 1.13.0 imports in /root/venv/bin/python"),),
-                  notes=("stderr of the drafter threads was appended from the capture file.",))
+    ev = Evidence(
+        text="RuntimeError: Detected that you are using FX to symbolically trace a "
+        "dynamo-optimized function. This is not supported at the moment.",
+        source="train.log",
+        line=41,
+        rank=None,
+        context=(
+            '  File "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 745, in _fn',
+        ),
+    )
+    top = Diagnosis(
+        signature="fx-tracing-flag-race",
+        rule="compile/fx-tracing-flag-race",
+        title="torch.compile called from several threads while another traces",
+        confidence=Confidence.CONFIRMED,
+        score=0.92,
+        role="root-cause",
+        summary="A compiled function was called while another thread traced.",
+        evidence=(ev,),
+        checks=("grep -n 'symbolically trace' train.log",),
+        remedies=("Compile and warm up every shape before the threads start.",),
+        docs=("https://pytorch.org/docs/stable/torch.compiler_faq.html",),
+    )
+    return Report(
+        sources=(SourceInfo("train.log", 42, (), False),),
+        end_state=EndState("traceback", "model-loading", 42, "train.log", "..."),
+        diagnoses=(top,),
+        ruled_out=(RuledOut("missing-accelerate", "accelerate 1.13.0 imports in /root/venv/bin/python"),),
+        notes=("stderr of the drafter threads was appended from the capture file.",),
+    )
 
 
 def render() -> str:

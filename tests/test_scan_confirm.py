@@ -28,7 +28,9 @@ ENGINES = ("hyperscan", "ahocorasick_rs", "python")
 
 HEALTHY = b"".join(
     f"[rank{i % 8}]:INFO:pkg.train:step {i} loss 2.41 acc 0.31 grad_norm 1.07 lr 6.00e-04 "
-    f"tok/s 21610\n".encode() for i in range(5000))
+    f"tok/s 21610\n".encode()
+    for i in range(5000)
+)
 
 
 def scanner(engine: str) -> LiteralScanner:
@@ -68,8 +70,9 @@ def test_native_superset_matches_wherever_the_clause_does():
                         continue
                     if id(c) not in natives:
                         src = native_superset(c.pattern.pattern) if c.pattern is not None else None
-                        natives[id(c)] = None if src is None else re.compile(
-                            src.encode(), re.IGNORECASE if c.icase else 0)
+                        natives[id(c)] = (
+                            None if src is None else re.compile(src.encode(), re.IGNORECASE if c.icase else 0)
+                        )
                     nat = natives[id(c)]
                     if nat is None or not c.search(p.text):
                         continue
@@ -78,13 +81,23 @@ def test_native_superset_matches_wherever_the_clause_does():
     assert checked > 100
 
 
-@pytest.mark.parametrize("src,raw,clean", [
-    (r"^RuntimeError: (?P<what>\w+) failed$", b"[rank1]: RuntimeError: d\xc3\xa9j\xc3\xa0 failed\r",
-     "RuntimeError: déjà failed"),
-    (r"(?<![a-z])loss\s*[=:]\s*nan\b", b"2026-11-29 12:00:00 loss =\xc2\xa0nan", "loss =\u00a0nan"),
-    (r"Xid.{0,40}: 79,", b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1", "NVRM: Xid (PCI:0000:3b:00): 79, pid=1"),
-    (r"(?>Killed)(?=\s|$)", b"line 3: 123 Killed", "line 3: 123 Killed"),
-])
+@pytest.mark.parametrize(
+    "src,raw,clean",
+    [
+        (
+            r"^RuntimeError: (?P<what>\w+) failed$",
+            b"[rank1]: RuntimeError: d\xc3\xa9j\xc3\xa0 failed\r",
+            "RuntimeError: déjà failed",
+        ),
+        (r"(?<![a-z])loss\s*[=:]\s*nan\b", b"2026-11-29 12:00:00 loss =\xc2\xa0nan", "loss =\u00a0nan"),
+        (
+            r"Xid.{0,40}: 79,",
+            b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1",
+            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1",
+        ),
+        (r"(?>Killed)(?=\s|$)", b"line 3: 123 Killed", "line 3: 123 Killed"),
+    ],
+)
 def test_native_superset_keeps_what_python_matches(src, raw, clean):
     assert re.search(src, clean)
     nat = native_superset(src)
@@ -131,8 +144,7 @@ def test_folder_of_small_rank_logs_takes_the_fast_path(tmp_path):
     folder.mkdir()
     for r in range(40):
         (folder / f"rank{r}.log").write_bytes(HEALTHY[:60_000] + (cascade if r == 3 else b""))
-    ing = Ingest([str(p) for p in sorted(folder.iterdir())],
-                 scanner=Analysis(get_rules()).scanner())
+    ing = Ingest([str(p) for p in sorted(folder.iterdir())], scanner=Analysis(get_rules()).scanner())
     assert sum(1 for _ in ing) < 40 * 300  # heads, tails and the cascade, not every line
     assert ing.skipped_lines > 0
     fast, full = analyze([str(folder)]), analyze([str(folder)], fast=False)
@@ -160,8 +172,17 @@ def test_noise_corpus_is_many_shapes_and_the_same_every_time():
     lines = noise_lines()
     assert len(lines) >= 40_000 and lines == noise_lines()
     assert len(SHAPES) >= 10
-    for marker in ("NCCL INFO", "[INFO] [", "iteration ", "'grad_norm'", "\r", "]: ", "I1129",
-                   "LOCAL_RANK", "- INFO -"):
+    for marker in (
+        "NCCL INFO",
+        "[INFO] [",
+        "iteration ",
+        "'grad_norm'",
+        "\r",
+        "]: ",
+        "I1129",
+        "LOCAL_RANK",
+        "- INFO -",
+    ):
         assert any(marker in x for x in lines), marker
 
 
@@ -169,7 +190,7 @@ def test_shipped_rules_are_selective_on_the_noise_corpus():
     assert noise_selectivity(get_rules()) == []
 
 
-RULE = '''id = "my-step-guard"
+RULE = """id = "my-step-guard"
 title = "My step guard"
 category = "numerics"
 summary = "x"
@@ -184,14 +205,15 @@ regex = '{rx}'
 [examples]
 fire = ["{fire}"]
 quiet = ["ok"]
-'''
+"""
 
 
 def test_noise_lint_names_an_unselective_literal(tmp_path, capsys):
     d = tmp_path / "r"
     d.mkdir()
-    (d / "my-step-guard.toml").write_text(RULE.format(lit="INFO:", rx=r"INFO:\S+:step \d+",
-                                                      fire="INFO:pkg:step 3"))
+    (d / "my-step-guard.toml").write_text(
+        RULE.format(lit="INFO:", rx=r"INFO:\S+:step \d+", fire="INFO:pkg:step 3")
+    )
     assert main(["rules", "lint", "--rules", str(d), "--only"]) == 1
     out = capsys.readouterr().out
     assert "my-step-guard.toml: match[0].literal: 'INFO:'" in out and "noise lines" in out
@@ -200,8 +222,7 @@ def test_noise_lint_names_an_unselective_literal(tmp_path, capsys):
 def test_noise_lint_passes_a_common_literal_with_a_selective_regex(tmp_path):
     d = tmp_path / "r"
     d.mkdir()
-    (d / "my-step-guard.toml").write_text(RULE.format(lit=":inf", rx=r"loss:inf\b",
-                                                      fire="loss:inf"))
+    (d / "my-step-guard.toml").write_text(RULE.format(lit=":inf", rx=r"loss:inf\b", fire="loss:inf"))
     from triage.engine.rules import load_rules
 
     rules = load_rules([d], include_default=False)
@@ -213,8 +234,12 @@ def test_fast_path_metric_series_covers_the_whole_run(tmp_path):
     not only from its head and tail."""
     p = tmp_path / "train.log"
     n = 90_000  # about 6 MiB
-    p.write_bytes(b"".join(f"step {i} loss {3.0 - i * 1e-5:.5f} acc 0.61 tok/s 21512 lr 3.0e-4 "
-                           f"pad {'x' * 20}\n".encode() for i in range(1, n + 1)))
+    p.write_bytes(
+        b"".join(
+            f"step {i} loss {3.0 - i * 1e-5:.5f} acc 0.61 tok/s 21512 lr 3.0e-4 pad {'x' * 20}\n".encode()
+            for i in range(1, n + 1)
+        )
+    )
     rep = analyze([str(p)])
     assert any("Fast scan" in x for x in rep.notes)
     steps = sorted(x for s in rep.series if s.name == "loss" for x, _y in s.points)
@@ -231,8 +256,12 @@ def test_caseless_confirm_literal_is_not_hidden_by_a_plain_one(engine):
     clause literal that lower-cases to the same bytes: both kinds of hits still count."""
     from triage.ingest.scan import Confirm
 
-    sc = LiteralScanner(["Error"], [], engine=engine,
-                        confirm=[Confirm(("error",), True, native_superset("error: boom") or "")])
+    sc = LiteralScanner(
+        ["Error"],
+        [],
+        engine=engine,
+        confirm=[Confirm(("error",), True, native_superset("error: boom") or "")],
+    )
     if sc.engine != engine:
         pytest.skip(f"{engine} not installed")
     buf = b"ok\nERROR: boom\nok\nan Error here\nok\nerror: fine\n"

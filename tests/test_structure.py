@@ -40,29 +40,38 @@ RuntimeError: could not load the checkpoint
 def test_chained_traceback():
     st = structure(CHAIN)
     assert [(e.short_type, e.chain_index, e.chained_as) for e in st.exceptions] == [
-        ("FileNotFoundError", 0, None), ("RuntimeError", 1, "during-handling")]
+        ("FileNotFoundError", 0, None),
+        ("RuntimeError", 1, "during-handling"),
+    ]
     assert st.exceptions[0].frames == ('File "a.py", line 3, in load',)
     assert st.end_state.kind == "traceback"
 
 
 def test_multiline_exception_message_is_kept():
-    text = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
-            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
-            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
-            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n\nnext\n")
+    text = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n\nnext\n"
+    )
     st = structure(text)
     assert "CUDA_LAUNCH_BLOCKING" in st.exceptions[0].message
 
 
 def test_interleaved_ranks_keep_separate_tracebacks():
-    text = "\n".join([
-        "[rank0]: Traceback (most recent call last):",
-        "[rank1]: Traceback (most recent call last):",
-        "[rank0]:   File \"t.py\", line 1, in <module>",
-        "[rank1]:   File \"t.py\", line 2, in <module>",
-        "[rank1]: KeyError: 'b'",
-        "[rank0]: ValueError: a",
-    ]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "[rank0]: Traceback (most recent call last):",
+                "[rank1]: Traceback (most recent call last):",
+                '[rank0]:   File "t.py", line 1, in <module>',
+                '[rank1]:   File "t.py", line 2, in <module>',
+                "[rank1]: KeyError: 'b'",
+                "[rank0]: ValueError: a",
+            ]
+        )
+        + "\n"
+    )
     st = structure(text)
     assert sorted((e.short_type, e.line.rank) for e in st.exceptions) == [("KeyError", 1), ("ValueError", 0)]
 
@@ -96,15 +105,21 @@ def test_torchrun_report():
 
 
 def test_old_torchrun_exitcode_without_signal_name():
-    st = structure(TORCHRUN.replace("  (SIGKILL)", "").replace("traceback : Signal 9 (SIGKILL) received by PID 24243", "traceback : <N/A>"))
+    st = structure(
+        TORCHRUN.replace("  (SIGKILL)", "").replace(
+            "traceback : Signal 9 (SIGKILL) received by PID 24243", "traceback : <N/A>"
+        )
+    )
     ev = [e for e in st.events if e.kind == "torchrun-failure"][0]
     assert ev.data["signal"] == "SIGKILL"  # derived from the negative exit code
 
 
 def test_cpp_exception_trace():
-    text = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
-            "  what():  [PG 0 Rank 3] Process group watchdog thread terminated with exception\n"
-            "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1603 (most recent call first):\n")
+    text = (
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG 0 Rank 3] Process group watchdog thread terminated with exception\n"
+        "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1603 (most recent call first):\n"
+    )
     st = structure(text)
     kinds = [e.kind for e in st.events]
     assert "cpp-terminate" in kinds and "cpp-exception" in kinds
@@ -161,8 +176,11 @@ def test_clock_prefix_gives_a_time_of_day():
 
 
 def test_stall_from_a_step_number_that_does_not_move():
-    lines = [f"[1{h}:{m:02d}:00] heartbeat: step=1891 elapsed_since_last_step={h * 3600 + m * 60}s"
-             for h in range(0, 3) for m in range(0, 60, 20)]
+    lines = [
+        f"[1{h}:{m:02d}:00] heartbeat: step=1891 elapsed_since_last_step={h * 3600 + m * 60}s"
+        for h in range(0, 3)
+        for m in range(0, 60, 20)
+    ]
     st = structure("\n".join(lines) + "\n")
     stalls = [e for e in st.events if e.kind == "stall"]
     assert stalls and stalls[0].data["last_step"] == 1891 and stalls[0].data["silent_s"] >= 300
@@ -172,10 +190,12 @@ def test_stall_from_a_step_number_that_does_not_move():
 
 
 def test_completed_progress_bar_after_an_error_is_a_clean_exit():
-    text = ("Traceback (most recent call last):\n  File \"t.py\", line 1, in f\n"
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n\n"
-            "retrying with batch size 16\n"
-            "Epoch 1: 100%|##########| 782/782 [03:10<00:00,  4.11it/s]\n")
+    text = (
+        'Traceback (most recent call last):\n  File "t.py", line 1, in f\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n\n"
+        "retrying with batch size 16\n"
+        "Epoch 1: 100%|##########| 782/782 [03:10<00:00,  4.11it/s]\n"
+    )
     assert structure(text).end_state.kind == "clean-exit"
     unfinished = text.replace("782/782", "391/782").replace("100%", " 50%")
     assert structure(unfinished).end_state.kind != "clean-exit"

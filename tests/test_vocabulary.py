@@ -35,9 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "rules"
 FIXTURES = ROOT / "fixtures"
 SNAPSHOTS = sorted((ROOT / "tests" / "data" / "snapshots").glob("*.json")) + sorted(
-    FIXTURES.glob("*/*/evidence.json"))
+    FIXTURES.glob("*/*/evidence.json")
+)
 
-LINE = '''id = "widget-jam"
+LINE = """id = "widget-jam"
 title = "Widget jammed"
 category = "memory"
 remedies = ["unjam the widget"]
@@ -46,20 +47,21 @@ checks = ["grep -n WidgetJamError {log}   # where it jammed"]
 [[match]]
 literal = "WidgetJamError"
 regex = 'WidgetJamError: jammed'
-'''
-EXAMPLES = '''
+"""
+EXAMPLES = """
 [examples]
 fire = ["WidgetJamError: jammed at step 3"]
 quiet = ["widget ok"]
-'''
+"""
 
 
 def load(tmp_path: Path, body: str, *, folder: str = "memory", top: str = "") -> RuleError:
     """Write one rule under tmp_path/rules/<folder>/ and expect the load to fail."""
     d = tmp_path / "rules" / folder
     d.mkdir(parents=True, exist_ok=True)
-    (d / "widget-jam.toml").write_text(LINE.replace('category = "memory"\n', top or
-                                                    'category = "memory"\n') + body + EXAMPLES)
+    (d / "widget-jam.toml").write_text(
+        LINE.replace('category = "memory"\n', top or 'category = "memory"\n') + body + EXAMPLES
+    )
     with pytest.raises(RuleError) as exc:
         load_rules([tmp_path / "rules"], include_default=False)
     assert "widget-jam.toml" in exc.value.path
@@ -73,33 +75,40 @@ def test_unknown_event_names_the_key_and_the_closest_event(tmp_path: Path):
 
 
 def test_where_key_the_event_does_not_carry(tmp_path: Path):
-    e = load(tmp_path, '\n[[match]]\nkind = "event"\nevent = "child-exit"\n'
-                       'where = { sginal = ["SIGKILL"] }\n')
+    e = load(
+        tmp_path, '\n[[match]]\nkind = "event"\nevent = "child-exit"\nwhere = { sginal = ["SIGKILL"] }\n'
+    )
     assert e.key == "match[1].where.sginal"
     assert "did you mean 'signal'" in e.problem
     # a key of another event is not one this event carries
-    e = load(tmp_path, '\n[[match]]\nkind = "event"\nevent = "child-exit"\n'
-                       'where = { root_rank = [0] }\n')
+    e = load(tmp_path, '\n[[match]]\nkind = "event"\nevent = "child-exit"\nwhere = { root_rank = [0] }\n')
     assert e.key == "match[1].where.root_rank" and "carries no 'root_rank'" in e.problem
 
 
 def test_unknown_last_phase(tmp_path: Path):
-    e = load(tmp_path, '\n[[match]]\nkind = "end"\nend_state = ["cut-mid-line"]\n'
-                       'last_phase = ["modle-loading"]\n')
+    e = load(
+        tmp_path, '\n[[match]]\nkind = "end"\nend_state = ["cut-mid-line"]\nlast_phase = ["modle-loading"]\n'
+    )
     assert e.key == "match[1].last_phase"
     assert "did you mean 'model-loading'" in e.problem
 
 
 def test_unknown_phase_of_a_line_clause(tmp_path: Path):
-    e = load(tmp_path, '\n[[match]]\nliteral = "WidgetSlipError"\nregex = \'WidgetSlipError\'\n'
-                       'phase = ["checkpoint-savng"]\n')
+    e = load(
+        tmp_path,
+        "\n[[match]]\nliteral = \"WidgetSlipError\"\nregex = 'WidgetSlipError'\n"
+        'phase = ["checkpoint-savng"]\n',
+    )
     assert e.key == "match[1].phase"
     assert "did you mean 'checkpoint-saving'" in e.problem
 
 
 def test_predicate_on_a_misspelt_package(tmp_path: Path):
-    e = load(tmp_path, '\n[[evidence]]\nwhen = "package.acclerate >= 0.26"\neffect = "rule_out"\n'
-                       'because = "accelerate imports"\n')
+    e = load(
+        tmp_path,
+        '\n[[evidence]]\nwhen = "package.acclerate >= 0.26"\neffect = "rule_out"\n'
+        'because = "accelerate imports"\n',
+    )
     assert e.key == "evidence[0].when"
     assert "'package.acclerate'" in e.problem and "did you mean 'package.accelerate'" in e.problem
 
@@ -108,14 +117,14 @@ def test_predicate_on_an_unknown_fact_or_package(tmp_path: Path):
     e = load(tmp_path, '\n[[match]]\nkind = "fact"\nwhen = "gpu.temperature > 90"\n')
     assert e.key == "match[1].when" and "unknown fact 'gpu.temperature'" in e.problem
     # a real package the probe never reads is not a fact either
-    e = load(tmp_path, '\n[[evidence]]\nwhen = "package.left-pad present"\neffect = "note"\n'
-                       'because = "x"\n')
+    e = load(tmp_path, '\n[[evidence]]\nwhen = "package.left-pad present"\neffect = "note"\nbecause = "x"\n')
     assert e.key == "evidence[0].when" and "unknown fact 'package.left-pad'" in e.problem
 
 
 def test_a_phase_compared_with_a_phase_that_does_not_exist(tmp_path: Path):
-    e = load(tmp_path, '\n[[evidence]]\nwhen = "log.last_phase == modle-loading"\n'
-                       'effect = "note"\nbecause = "x"\n')
+    e = load(
+        tmp_path, '\n[[evidence]]\nwhen = "log.last_phase == modle-loading"\neffect = "note"\nbecause = "x"\n'
+    )
     assert e.key == "evidence[0].when" and "did you mean 'model-loading'" in e.problem
 
 
@@ -134,28 +143,39 @@ def test_category_must_be_the_folder(tmp_path: Path):
 def test_retired_priority_and_note(tmp_path: Path):
     e = load(tmp_path, "", top='category = "memory"\npriority = 2\n')
     assert e.key == "priority" and "retired" in e.problem
-    e = load(tmp_path, '\n[[match]]\nliteral = "WidgetSlipError"\nregex = \'WidgetSlipError\'\n'
-                       'note = "why"\n')
+    e = load(
+        tmp_path, '\n[[match]]\nliteral = "WidgetSlipError"\nregex = \'WidgetSlipError\'\nnote = "why"\n'
+    )
     assert e.key == "match[1].note" and "retired" in e.problem
 
 
 def test_a_fact_clause_that_says_how_the_log_ends_is_retired(tmp_path: Path):
-    e = load(tmp_path, '\n[[match]]\nkind = "fact"\n'
-                       'when = "log.truncated and log.last_phase == compiling and inductor_cache.cold"\n')
+    e = load(
+        tmp_path,
+        '\n[[match]]\nkind = "fact"\n'
+        'when = "log.truncated and log.last_phase == compiling and inductor_cache.cold"\n',
+    )
     assert e.key == "match[1].when"
     assert 'kind = "end"' in e.problem and "end_state" in e.problem and "last_phase" in e.problem
 
 
 def test_the_retired_template_form_and_unknown_template_names(tmp_path: Path):
-    e = load(tmp_path, '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "note"\n'
-                       'because = "accelerate {package.accelerate} imports"\n')
+    e = load(
+        tmp_path,
+        '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "note"\n'
+        'because = "accelerate {package.accelerate} imports"\n',
+    )
     assert e.key == "evidence[0].because" and "{fact:package.accelerate}" in e.problem
-    e = load(tmp_path, '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "note"\n'
-                       'because = "accelerate {fact:package.acclerate} imports"\n')
+    e = load(
+        tmp_path,
+        '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "note"\n'
+        'because = "accelerate {fact:package.acclerate} imports"\n',
+    )
     assert e.key == "evidence[0].because" and "did you mean 'package.accelerate'" in e.problem
     d = tmp_path / "rules" / "memory"
-    (d / "widget-jam.toml").write_text(LINE.replace(
-        '["unjam the widget"]', '["pip install {match:module|<module>}"]') + EXAMPLES)
+    (d / "widget-jam.toml").write_text(
+        LINE.replace('["unjam the widget"]', '["pip install {match:module|<module>}"]') + EXAMPLES
+    )
     with pytest.raises(RuleError) as exc:
         load_rules([tmp_path / "rules"], include_default=False)
     assert exc.value.key == "remedies[0]"
@@ -167,7 +187,8 @@ def test_rules_lint_reports_the_file_and_the_key(tmp_path: Path, capsys):
     d.mkdir(parents=True)
     (d / "widget-jam.toml").write_text(
         LINE + '\n[[match]]\nkind = "end"\nend_state = ["cut-mid-line"]\n'
-               'last_phase = ["modle-loading"]\n' + EXAMPLES)
+        'last_phase = ["modle-loading"]\n' + EXAMPLES
+    )
     assert main(["rules", "lint", "--rules", str(tmp_path / "rules"), "--only"]) == 1
     out = capsys.readouterr()
     text = out.out + out.err
@@ -177,10 +198,12 @@ def test_rules_lint_reports_the_file_and_the_key(tmp_path: Path, capsys):
 def test_because_fills_the_one_template_syntax():
     """A rule's `because` is filled by `{fact:NAME|default}`, like checks and remedies."""
     d = RULES / "memory"
-    likely = LINE.replace("jammed'\n", "jammed'\nconfidence = \"likely\"\n")
-    rule_text = (likely + '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "rule_out"\n'
-                 'because = "accelerate {fact:package.accelerate} in {fact:python.executable}; '
-                 'torch {fact:torch.version|(not recorded)}"\n' + EXAMPLES)
+    likely = LINE.replace("jammed'\n", 'jammed\'\nconfidence = "likely"\n')
+    rule_text = (
+        likely + '\n[[evidence]]\nwhen = "package.accelerate present"\neffect = "rule_out"\n'
+        'because = "accelerate {fact:package.accelerate} in {fact:python.executable}; '
+        'torch {fact:torch.version|(not recorded)}"\n' + EXAMPLES
+    )
     import tomllib
 
     from triage.engine.rules import parse_rule
@@ -192,7 +215,8 @@ def test_because_fills_the_one_template_syntax():
     rep = analyze_text("step 1\nWidgetJamError: jammed\n", rules=[rule], facts=facts)
     assert rep.diagnoses == ()
     assert [r.because for r in rep.ruled_out] == [
-        "accelerate 1.13.0 in /root/venv/bin/python; torch (not recorded)"]
+        "accelerate 1.13.0 in /root/venv/bin/python; torch (not recorded)"
+    ]
 
 
 def test_shipped_rules_speak_the_one_template_syntax():
@@ -202,6 +226,7 @@ def test_shipped_rules_speak_the_one_template_syntax():
 
 
 # -- the vocabulary cannot drift ---------------------------------------------------------
+
 
 def test_phases_are_the_structure_table():
     assert tuple(name for name, _ in PHASE_TABLE) == PHASES

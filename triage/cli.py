@@ -39,8 +39,13 @@ examples:
 """
 
 # Subcommands living in their own modules: each has `register(subparsers)`.
-PLUGINS = ("triage.evidence.cli", "triage.fixtures.cli", "triage.watch.cli", "triage.repro.cli",
-           "triage.history.cli")
+PLUGINS = (
+    "triage.evidence.cli",
+    "triage.fixtures.cli",
+    "triage.watch.cli",
+    "triage.repro.cli",
+    "triage.history.cli",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,36 +59,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
-    logs = sub.add_parser("logs", help="triage log files, folders of per-rank logs, or - (stdin)",
-                          description="Read training logs and print the root cause first, "
-                                      "with its evidence, what it explains, the check that "
-                                      "confirms it and the fix.",
-                          epilog=LOGS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    logs = sub.add_parser(
+        "logs",
+        help="triage log files, folders of per-rank logs, or - (stdin)",
+        description="Read training logs and print the root cause first, "
+        "with its evidence, what it explains, the check that "
+        "confirms it and the fix.",
+        epilog=LOGS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     logs.add_argument("paths", nargs="+", help="log files, folders, .gz/.zst, or - for stdin")
     add_output_options(logs)
-    logs.add_argument("--evidence", metavar="SNAPSHOT",
-                      help="a snapshot JSON (triage snapshot) to reason with")
-    logs.add_argument("--probe", action="store_true",
-                      help="take an evidence snapshot of this machine now and use it")
-    logs.add_argument("--python", metavar="PATH",
-                      help="with --probe: the training run's interpreter (default: this one)")
+    logs.add_argument(
+        "--evidence", metavar="SNAPSHOT", help="a snapshot JSON (triage snapshot) to reason with"
+    )
+    logs.add_argument(
+        "--probe", action="store_true", help="take an evidence snapshot of this machine now and use it"
+    )
+    logs.add_argument(
+        "--python", metavar="PATH", help="with --probe: the training run's interpreter (default: this one)"
+    )
     logs.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
     from triage.history import add_options as add_history_options
 
     add_history_options(logs)
     speed = logs.add_mutually_exclusive_group()
-    speed.add_argument("--quick", action="store_true",
-                       help="a first verdict from the tail of each file only")
-    speed.add_argument("--full", action="store_true",
-                       help="read every line even of big logs (no literal prefilter)")
+    speed.add_argument("--quick", action="store_true", help="a first verdict from the tail of each file only")
+    speed.add_argument(
+        "--full", action="store_true", help="read every line even of big logs (no literal prefilter)"
+    )
     logs.set_defaults(func=cmd_logs)
 
     rules = sub.add_parser("rules", help="list, show, lint or export the rules")
     rsub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rl = rsub.add_parser("list", help="signatures, rules and fixture coverage")
     rl.add_argument("--rules", metavar="DIR", action="append", type=Path, help=RULES_HELP)
-    rl.add_argument("--format", choices=("console", "json"), default="console",
-                    help="a table (default) or JSON rows")
+    rl.add_argument(
+        "--format", choices=("console", "json"), default="console", help="a table (default) or JSON rows"
+    )
     rl.set_defaults(func=cmd_rules_list)
     rs = rsub.add_parser("show", help="one rule in full")
     rs.add_argument("id", help="a signature id or alias (see: triage rules list)")
@@ -109,22 +122,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
     """The options every report-printing command shares: format, gate, redaction, layout."""
-    p.add_argument("--format", "-f", choices=FORMATS, default="console",
-                   help="console (default), json (triage.report/1), markdown, sarif, junit, "
-                        "github annotations, or html (one self-contained page with charts; "
-                        "needs the html extra)")
-    p.add_argument("--fail-on", choices=LEVELS, metavar="LEVEL",
-                   help="exit 1 when a diagnosis reaches this confidence (confirmed|likely|possible)")
-    p.add_argument("--redact", nargs="?", const="secrets", choices=("secrets", "all"),
-                   help="mask tokens, keys and emails (all: also hosts, IPs, home paths)")
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=FORMATS,
+        default="console",
+        help="console (default), json (triage.report/1), markdown, sarif, junit, "
+        "github annotations, or html (one self-contained page with charts; "
+        "needs the html extra)",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=LEVELS,
+        metavar="LEVEL",
+        help="exit 1 when a diagnosis reaches this confidence (confirmed|likely|possible)",
+    )
+    p.add_argument(
+        "--redact",
+        nargs="?",
+        const="secrets",
+        choices=("secrets", "all"),
+        help="mask tokens, keys and emails (all: also hosts, IPs, home paths)",
+    )
     p.add_argument("--width", type=int, help="console width")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                   help="colour the console view (auto: when stdout is a terminal)")
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the console view (auto: when stdout is a terminal)",
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="all evidence, checks and docs")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
-    p.add_argument("--open", action="store_true",
-                   help="with --format html: open the page in a browser (written to a "
-                        "temporary file unless -o is given)")
+    p.add_argument(
+        "--open",
+        action="store_true",
+        help="with --format html: open the page in a browser (written to a "
+        "temporary file unless -o is given)",
+    )
 
 
 def load_facts(args: argparse.Namespace) -> dict[str, object]:
@@ -152,9 +186,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
     # the crash history: read before the final reasoning, written after (never in the way)
     history = for_args(args, args.paths, facts, command="logs")
     with _progress(args) as on_progress:
-        report = analyze(args.paths, rules=rules, facts=facts, fast=False if args.full else None,
-                         tail_only=args.quick, on_progress=on_progress,
-                         recall=history.recall if history else None)
+        report = analyze(
+            args.paths,
+            rules=rules,
+            facts=facts,
+            fast=False if args.full else None,
+            tail_only=args.quick,
+            on_progress=on_progress,
+            recall=history.recall if history else None,
+        )
     if history is not None:
         report = history.finish(report)
     emit(report, args)
@@ -217,8 +257,14 @@ def emit(report: object, args: argparse.Namespace) -> None:
     from triage.report import render_to_string
 
     check_output(args)
-    text = render_to_string(report, args.format, width=args.width, color=args.color,  # type: ignore[arg-type]
-                            verbose=args.verbose, redact=args.redact)
+    text = render_to_string(
+        report,
+        args.format,
+        width=args.width,
+        color=args.color,  # type: ignore[arg-type]
+        verbose=args.verbose,
+        redact=args.redact,
+    )
     output = args.output
     if getattr(args, "open", False) and not output:
         import tempfile
@@ -256,8 +302,7 @@ def fail_on_code(report: object, level: str | None) -> int:
     want = Confidence.parse(level)
     # a log that just stops (truncated-unknown) is a state, not a cause: a healthy
     # excerpt of a run still going must pass a gate, whatever the level
-    hit = any(d.confidence >= want and d.role != "consequence" and not d.fallback
-              for d in report.diagnoses)
+    hit = any(d.confidence >= want and d.role != "consequence" and not d.fallback for d in report.diagnoses)
     return ExitCode.FAIL_ON if hit else ExitCode.OK
 
 
@@ -274,20 +319,24 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
     w_rule = max(len(r["rule"] or "MISSING") for r in rows)
     sys.stdout.write(f"{'signature':{w_sig}}  {'rule':{w_rule}}  fixtures  title\n")
     for row in rows:
-        sys.stdout.write(f"{row['signature']:{w_sig}}  {row['rule'] or 'MISSING':{w_rule}}  "
-                         f"{row['fixtures']:>8}  {row['title'] or ''}\n")
+        sys.stdout.write(
+            f"{row['signature']:{w_sig}}  {row['rule'] or 'MISSING':{w_rule}}  "
+            f"{row['fixtures']:>8}  {row['title'] or ''}\n"
+        )
     from triage.engine.catalog import fixtures_dir
 
     if fixtures_dir() is None:
         missing = [r["signature"] for r in rows if r["canonical"] and not r["rule"]]
-        sys.stdout.write("\n(no fixtures/ folder here: fixture counts need a checkout of the "
-                         "project or your own fixtures/)\n")
+        sys.stdout.write(
+            "\n(no fixtures/ folder here: fixture counts need a checkout of the "
+            "project or your own fixtures/)\n"
+        )
     else:
-        missing = [r["signature"] for r in rows
-                   if r["canonical"] and (not r["rule"] or r["fixtures"] < 2)]
+        missing = [r["signature"] for r in rows if r["canonical"] and (not r["rule"] or r["fixtures"] < 2)]
     if missing:
-        sys.stdout.write(f"\n{len(missing)} canonical signature(s) lack a rule or two fixtures: "
-                         f"{', '.join(missing)}\n")
+        sys.stdout.write(
+            f"\n{len(missing)} canonical signature(s) lack a rule or two fixtures: {', '.join(missing)}\n"
+        )
     return 0
 
 
@@ -345,8 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         else:
-            sys.stderr.write(f"triage: internal error: {type(e).__name__}: {e} "
-                             "(run with --debug for the traceback)\n")
+            sys.stderr.write(
+                f"triage: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)\n"
+            )
         return ExitCode.INTERNAL
 
 

@@ -111,8 +111,7 @@ class Evidence:
 
     @classmethod
     def from_line(cls, line: Line, context: tuple[str, ...] = ()) -> Evidence:
-        return cls(text=line.text, source=line.source, line=line.lineno, rank=line.rank,
-                   context=context)
+        return cls(text=line.text, source=line.source, line=line.lineno, rank=line.rank, context=context)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,52 +36,177 @@ MODES = ("secrets", "all")
 PLACEHOLDER_RE = re.compile(r"<[A-Z][A-Z0-9_]*_\d+>")
 
 # Values after `password=`/`token:` that are not secrets but words, references or masks.
-_NOT_A_VALUE = frozenset({
-    "none", "null", "nil", "true", "false", "required", "optional", "redacted", "hidden",
-    "masked", "unset", "empty", "undefined", "default", "string", "secret", "password",
-    "token", "changeme",
-})
+_NOT_A_VALUE = frozenset(
+    {
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "required",
+        "optional",
+        "redacted",
+        "hidden",
+        "masked",
+        "unset",
+        "empty",
+        "undefined",
+        "default",
+        "string",
+        "secret",
+        "password",
+        "token",
+        "changeme",
+    }
+)
 
 # Registrable domains of public services: naming them identifies nobody, and a report
 # that says "huggingface.co unreachable" must keep saying it.
-PUBLIC_DOMAINS = frozenset({
-    "github.com", "githubusercontent.com", "github.io", "huggingface.co", "hf.co",
-    "pytorch.org", "python.org", "pypi.org", "pythonhosted.org", "nvidia.com",
-    "wandb.ai", "wandb.me", "anaconda.org", "anaconda.com", "conda.io", "readthedocs.io",
-    "google.com", "googleapis.com", "microsoft.com", "docker.io", "docker.com",
-    "ubuntu.com", "debian.org", "kernel.org", "stackoverflow.com", "amazonaws.com",
-    "openai.com", "anthropic.com", "gitlab.com", "bitbucket.org", "apple.com",
-    "cloudflare.com", "mozilla.org",
-})
+PUBLIC_DOMAINS = frozenset(
+    {
+        "github.com",
+        "githubusercontent.com",
+        "github.io",
+        "huggingface.co",
+        "hf.co",
+        "pytorch.org",
+        "python.org",
+        "pypi.org",
+        "pythonhosted.org",
+        "nvidia.com",
+        "wandb.ai",
+        "wandb.me",
+        "anaconda.org",
+        "anaconda.com",
+        "conda.io",
+        "readthedocs.io",
+        "google.com",
+        "googleapis.com",
+        "microsoft.com",
+        "docker.io",
+        "docker.com",
+        "ubuntu.com",
+        "debian.org",
+        "kernel.org",
+        "stackoverflow.com",
+        "amazonaws.com",
+        "openai.com",
+        "anthropic.com",
+        "gitlab.com",
+        "bitbucket.org",
+        "apple.com",
+        "cloudflare.com",
+        "mozilla.org",
+    }
+)
 # example.com/.org/.net are deliberately absent: they stand in for someone's real domain
 # (in docs and in logs people scrub by hand), so a name under them is a private machine.
 # Names that are roles, not people or machines: masking every occurrence of them would
 # mangle ordinary words ("ubuntu 22.04", "root cause").
-_GENERIC_NAMES = frozenset({
-    "root", "ubuntu", "user", "admin", "runner", "shared", "home", "localhost", "local",
-    "node", "host", "master", "worker", "debian", "centos", "ec2-user", "nobody", "guest",
-})
+_GENERIC_NAMES = frozenset(
+    {
+        "root",
+        "ubuntu",
+        "user",
+        "admin",
+        "runner",
+        "shared",
+        "home",
+        "localhost",
+        "local",
+        "node",
+        "host",
+        "master",
+        "worker",
+        "debian",
+        "centos",
+        "ec2-user",
+        "nobody",
+        "guest",
+    }
+)
 
 # First labels of dotted names that are Python modules or objects (`torchvision.io`).
-_CODE_ROOTS = frozenset({
-    "torch", "torchvision", "torchaudio", "scipy", "skimage", "tensorflow", "tf", "jax",
-    "numpy", "np", "pandas", "pd", "os", "sys", "io", "transformers", "datasets",
-    "accelerate", "deepspeed", "megatron", "triton", "fsspec", "pyarrow", "ray", "lightning",
-    "pl", "keras", "self", "cls", "model", "args", "config", "imageio", "cv2", "PIL", "pil",
-})
+_CODE_ROOTS = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "scipy",
+        "skimage",
+        "tensorflow",
+        "tf",
+        "jax",
+        "numpy",
+        "np",
+        "pandas",
+        "pd",
+        "os",
+        "sys",
+        "io",
+        "transformers",
+        "datasets",
+        "accelerate",
+        "deepspeed",
+        "megatron",
+        "triton",
+        "fsspec",
+        "pyarrow",
+        "ray",
+        "lightning",
+        "pl",
+        "keras",
+        "self",
+        "cls",
+        "model",
+        "args",
+        "config",
+        "imageio",
+        "cv2",
+        "PIL",
+        "pil",
+    }
+)
 
 # Dotted names ending like source files are files (`socket.cc`, `ProcessGroupNCCL.cpp`),
 # never machines, even where a host could stand.
-_CODE_SUFFIXES = (".py", ".pyx", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh",
-                  ".so", ".rs", ".go", ".java", ".js", ".ts", ".sh", ".log", ".txt", ".json",
-                  ".yaml", ".yml", ".toml", ".pt", ".bin", ".safetensors")
+_CODE_SUFFIXES = (
+    ".py",
+    ".pyx",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".c",
+    ".h",
+    ".hpp",
+    ".cu",
+    ".cuh",
+    ".so",
+    ".rs",
+    ".go",
+    ".java",
+    ".js",
+    ".ts",
+    ".sh",
+    ".log",
+    ".txt",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".pt",
+    ".bin",
+    ".safetensors",
+)
 # What a device is called where `name:number` could look like a host and port.
 _DEVICE_NAMES = frozenset({"cuda", "cpu", "mps", "xla", "npu", "xpu", "hpu", "meta", "gpu"})
 # Country-code and newer top-level domains: only names of three labels or more under
 # them are taken for machines (`ml-login-2.cs.uni-example.de`); two (`model.de`) are too
 # easily something else.
-_CC_TLDS = ("de|uk|fr|nl|ch|at|se|fi|no|dk|it|es|pl|cz|jp|cn|kr|tw|sg|in|ca|au|nz|br|il"
-            "|eu|us|info|tech|site|xyz|app|host|systems|science|research")
+_CC_TLDS = (
+    "de|uk|fr|nl|ch|at|se|fi|no|dk|it|es|pl|cz|jp|cn|kr|tw|sg|in|ca|au|nz|br|il"
+    "|eu|us|info|tech|site|xyz|app|host|systems|science|research"
+)
 
 _HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST = rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*"
@@ -112,11 +237,18 @@ class Detector:
     expand: Callable[[str], list[str]] | None = None
 
 
-def _d(name: str, regex: str, groups: dict[str, str] | None = None, *, mode: str = "secrets",
-       keep: Callable[[str, str, int], bool] | None = None, flags: int = 0,
-       learn: bool = False, expand: Callable[[str], list[str]] | None = None) -> Detector:
-    return Detector(name, re.compile(regex, flags), groups or {"s": name}, mode, keep, learn,
-                    expand)
+def _d(
+    name: str,
+    regex: str,
+    groups: dict[str, str] | None = None,
+    *,
+    mode: str = "secrets",
+    keep: Callable[[str, str, int], bool] | None = None,
+    flags: int = 0,
+    learn: bool = False,
+    expand: Callable[[str], list[str]] | None = None,
+) -> Detector:
+    return Detector(name, re.compile(regex, flags), groups or {"s": name}, mode, keep, learn, expand)
 
 
 def _weak_value(value: str, text: str, start: int) -> bool:
@@ -141,7 +273,7 @@ def _public_or_code(value: str, text: str, start: int) -> bool:
     parts = low.split(".")
     if len(parts) >= 2 and ".".join(parts[-2:]) in PUBLIC_DOMAINS:
         return True
-    if parts[0] in _CODE_ROOTS or text[max(0, start - 7):start].endswith(("import ", "from ")):
+    if parts[0] in _CODE_ROOTS or text[max(0, start - 7) : start].endswith(("import ", "from ")):
         return True  # torchvision.io, scipy.io: modules, not machines
     return low in _GENERIC_NAMES or low.replace("-", "").isdigit()
 
@@ -159,14 +291,70 @@ def _host_value(value: str, text: str, start: int) -> bool:
 
 # Words that, before `[0-7]`, name ranks, devices or layers, not machines: such a "list"
 # must not be learned, or every `[rank0]:` prefix would be masked as a host.
-_INDEXED_WORDS = frozenset({
-    "rank", "ranks", "localrank", "gpu", "gpus", "cuda", "device", "devices", "dev", "layer",
-    "layers", "head", "heads", "step", "steps", "epoch", "epochs", "shard", "shards", "stage",
-    "stages", "dim", "dims", "batch", "tp", "pp", "dp", "ep", "cp", "proc", "procs", "process",
-    "thread", "threads", "task", "tasks", "channel", "channels", "ring", "rings", "tensor",
-    "index", "indices", "idx", "id", "ids", "range", "item", "items", "slice", "block",
-    "blocks", "expert", "experts", "worker", "workers", "cpu", "cpus", "core", "cores",
-})
+_INDEXED_WORDS = frozenset(
+    {
+        "rank",
+        "ranks",
+        "localrank",
+        "gpu",
+        "gpus",
+        "cuda",
+        "device",
+        "devices",
+        "dev",
+        "layer",
+        "layers",
+        "head",
+        "heads",
+        "step",
+        "steps",
+        "epoch",
+        "epochs",
+        "shard",
+        "shards",
+        "stage",
+        "stages",
+        "dim",
+        "dims",
+        "batch",
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "cp",
+        "proc",
+        "procs",
+        "process",
+        "thread",
+        "threads",
+        "task",
+        "tasks",
+        "channel",
+        "channels",
+        "ring",
+        "rings",
+        "tensor",
+        "index",
+        "indices",
+        "idx",
+        "id",
+        "ids",
+        "range",
+        "item",
+        "items",
+        "slice",
+        "block",
+        "blocks",
+        "expert",
+        "experts",
+        "worker",
+        "workers",
+        "cpu",
+        "cpus",
+        "core",
+        "cores",
+    }
+)
 
 
 def _not_a_node_list(value: str, text: str, start: int) -> bool:
@@ -222,8 +410,13 @@ def host_key(value: str) -> str:
     and the long name get one placeholder; otherwise the whole name. Case-insensitive."""
     low = value.lower().rstrip(".")
     first = low.split(".", 1)[0]
-    if first != low and len(first) >= 3 and first not in _GENERIC_NAMES \
-            and re.search(r"[\d-]", first) and re.search(r"[a-z]", first):
+    if (
+        first != low
+        and len(first) >= 3
+        and first not in _GENERIC_NAMES
+        and re.search(r"[\d-]", first)
+        and re.search(r"[a-z]", first)
+    ):
         return first
     return low
 
@@ -232,7 +425,7 @@ def _special_ipv4(value: str, text: str, start: int) -> bool:
     """Keep loopback, unspecified and netmask addresses, and version numbers (`==9.1.0.70`)."""
     if value.startswith(("127.", "0.0.0.0", "255.255.")):
         return True
-    before = text[max(0, start - 12):start].lower()
+    before = text[max(0, start - 12) : start].lower()
     return "version" in before or before.rstrip().endswith(("==", ">=", "<=", "~=", " v"))
 
 
@@ -251,110 +444,235 @@ _SECRET_VALUE = r"""[^\s'",;(){}\[\]]{6,}"""
 
 DETECTORS: tuple[Detector, ...] = (
     # --- multi-line blocks first: their bodies are base64 that later rows must not see
-    _d("PRIVATE_KEY",
-       # a block cut off before its END line (a truncated log) is masked to the end
-       r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?P<s>[\s\S]*?)"
-       r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
+    _d(
+        "PRIVATE_KEY",
+        # a block cut off before its END line (a truncated log) is masked to the end
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?P<s>[\s\S]*?)"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    ),
     # --- tokens with a recognisable prefix
     _d("HF_TOKEN", r"(?<![A-Za-z0-9_])(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"),
-    _d("GITHUB_TOKEN",
-       r"(?<![A-Za-z0-9_])(?P<s>(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}"
-       r"|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"),
-    _d("API_KEY",  # OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-api03-)
-       r"(?<![A-Za-z0-9_-])(?P<s>sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?"
-       r"[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])", keep=_not_random),
-    _d("AWS_ACCESS_KEY",
-       r"(?<![A-Z0-9])(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16})"
-       r"(?![A-Z0-9])"),
-    _d("AWS_SECRET_KEY",
-       r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)(?:" + _SEP + r"|\s+)"
-       r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
-    _d("AWS_SESSION_TOKEN", r"(?i:aws_?session_?token|aws_?security_?token)" + _SEP
-       + r"(?P<s>[A-Za-z0-9/+=]{16,})"),
+    _d(
+        "GITHUB_TOKEN",
+        r"(?<![A-Za-z0-9_])(?P<s>(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}"
+        r"|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])",
+    ),
+    _d(
+        "API_KEY",  # OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-api03-)
+        r"(?<![A-Za-z0-9_-])(?P<s>sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?"
+        r"[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])",
+        keep=_not_random,
+    ),
+    _d(
+        "AWS_ACCESS_KEY",
+        r"(?<![A-Z0-9])(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16})"
+        r"(?![A-Z0-9])",
+    ),
+    _d(
+        "AWS_SECRET_KEY",
+        r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)(?:" + _SEP + r"|\s+)"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    ),
+    _d(
+        "AWS_SESSION_TOKEN",
+        r"(?i:aws_?session_?token|aws_?security_?token)" + _SEP + r"(?P<s>[A-Za-z0-9/+=]{16,})",
+    ),
     _d("GOOGLE_API_KEY", r"(?<![A-Za-z0-9_-])(?P<s>AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"),
     _d("SLACK_TOKEN", r"(?<![A-Za-z0-9_-])(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})"),
-    _d("JWT", r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
-       r"\.[A-Za-z0-9_-]{8,})"),
+    _d(
+        "JWT",
+        r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
+        r"\.[A-Za-z0-9_-]{8,})",
+    ),
     # --- W&B: 40 hex is only a key where W&B put it (a git commit id is 40 hex too)
-    _d("WANDB_API_KEY",
-       r"(?:WANDB_API_KEY" + _SEP + r"|wandb login\s+(?:--?[\w-]+(?:=\S+)?\s+)*"
-       r"|--wandb[_-]api[_-]key[= ]\s*|wandb\.login\([^)\n]{0,80}?key\s*=\s*[\"'])"
-       r"(?P<s>(?:local-)?[A-Za-z0-9_-]{40,})"),
-    _d("WANDB_API_KEY",  # wandb: W&B API key is configured: <40 hex> (key from env or netrc)
-       r"(?i:\b(?:W&B|wandb)[ _-]?API[ _-]?key)[^\n:=]{0,40}[:=]\s*[\"']?"
-       r"(?P<s>(?:local-)?[0-9a-f]{40,})(?![0-9A-Za-z])"),
-    _d("WANDB_API_KEY",  # ~/.netrc: `machine api.wandb.ai login user password <40 hex>`
-       r"(?<![\w-])password\s+(?P<s>(?:local-)?[0-9a-f]{40})(?![0-9A-Za-z])"),
+    _d(
+        "WANDB_API_KEY",
+        r"(?:WANDB_API_KEY" + _SEP + r"|wandb login\s+(?:--?[\w-]+(?:=\S+)?\s+)*"
+        r"|--wandb[_-]api[_-]key[= ]\s*|wandb\.login\([^)\n]{0,80}?key\s*=\s*[\"'])"
+        r"(?P<s>(?:local-)?[A-Za-z0-9_-]{40,})",
+    ),
+    _d(
+        "WANDB_API_KEY",  # wandb: W&B API key is configured: <40 hex> (key from env or netrc)
+        r"(?i:\b(?:W&B|wandb)[ _-]?API[ _-]?key)[^\n:=]{0,40}[:=]\s*[\"']?"
+        r"(?P<s>(?:local-)?[0-9a-f]{40,})(?![0-9A-Za-z])",
+    ),
+    _d(
+        "WANDB_API_KEY",  # ~/.netrc: `machine api.wandb.ai login user password <40 hex>`
+        r"(?<![\w-])password\s+(?P<s>(?:local-)?[0-9a-f]{40})(?![0-9A-Za-z])",
+    ),
     # --- passwords and credentials by context
-    _d("PASSWORD",  # scheme://user:pass@host (keeps the user and the host)
-       r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]*:(?P<s>[^\s@/'\"<>]+)@(?=[\w\[.-])",
-       keep=lambda v, t, s: PLACEHOLDER_RE.fullmatch(v) is not None),
+    _d(
+        "PASSWORD",  # scheme://user:pass@host (keeps the user and the host)
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]*:(?P<s>[^\s@/'\"<>]+)@(?=[\w\[.-])",
+        keep=lambda v, t, s: PLACEHOLDER_RE.fullmatch(v) is not None,
+    ),
     _d("BEARER_TOKEN", r"\b(?i:bearer)\s+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)"),
-    _d("AUTH_TOKEN", r"(?i:authorization)" + _SEP + r"(?i:basic|token|digest)\s+"
-       r"(?P<s>[A-Za-z0-9+/=._-]{8,})"),
+    _d(
+        "AUTH_TOKEN",
+        r"(?i:authorization)" + _SEP + r"(?i:basic|token|digest)\s+"
+        r"(?P<s>[A-Za-z0-9+/=._-]{8,})",
+    ),
     _d("PASSWORD", r"(?m)^\s*password\s+(?P<s>\S{4,})\s*$"),  # netrc, one field per line
-    _d("SECRET",  # PREFIX_TOKEN=, HF_TOKEN: ..., "api_key": "...", password = '...'
-       r"(?<![A-Za-z0-9])(?P<k>(?:[A-Z][A-Z0-9]*_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY"
-       r"|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|AUTH_?KEY|CREDENTIALS?)"
-       r"|(?<![A-Za-z0-9_])(?:password|passwd|secret|api_?key|apikey|access_?token|auth_?token"
-       r"|secret_?key|client_?secret|refresh_?token|token)(?![A-Za-z0-9]))"
-       + _SEP + r"(?P<s>" + _SECRET_VALUE + ")",
-       keep=_weak_value),
-    _d("SECRET",  # --hf-token X, --token=X, --password X, --api-key X
-       r"(?<![\w-])--(?:[a-z0-9]+-)*(?:token|password|passwd|secret|api-?key)[= ](?P<s>"
-       + _SECRET_VALUE + ")", keep=_weak_value),
-    _d("EMAIL",
-       r"(?<![\w.+%-])(?P<s>(?!git@)[A-Za-z0-9][A-Za-z0-9._%+-]*@" + _HOST_LABEL
-       + r"(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![A-Za-z0-9-])"),
+    _d(
+        "SECRET",  # PREFIX_TOKEN=, HF_TOKEN: ..., "api_key": "...", password = '...'
+        r"(?<![A-Za-z0-9])(?P<k>(?:[A-Z][A-Z0-9]*_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY"
+        r"|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|AUTH_?KEY|CREDENTIALS?)"
+        r"|(?<![A-Za-z0-9_])(?:password|passwd|secret|api_?key|apikey|access_?token|auth_?token"
+        r"|secret_?key|client_?secret|refresh_?token|token)(?![A-Za-z0-9]))"
+        + _SEP
+        + r"(?P<s>"
+        + _SECRET_VALUE
+        + ")",
+        keep=_weak_value,
+    ),
+    _d(
+        "SECRET",  # --hf-token X, --token=X, --password X, --api-key X
+        r"(?<![\w-])--(?:[a-z0-9]+-)*(?:token|password|passwd|secret|api-?key)[= ](?P<s>"
+        + _SECRET_VALUE
+        + ")",
+        keep=_weak_value,
+    ),
+    _d(
+        "EMAIL",
+        r"(?<![\w.+%-])(?P<s>(?!git@)[A-Za-z0-9][A-Za-z0-9._%+-]*@"
+        + _HOST_LABEL
+        + r"(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})(?![A-Za-z0-9-])",
+    ),
     # --- mode "all": who and where
-    _d("USER", r"(?:/home/|/homes/|/[Uu]sers/|[A-Za-z]:\\Users\\)(?P<s>[A-Za-z0-9._-]+)",
-       mode="all", keep=_generic_user, learn=True),
-    _d("HOST",  # a shell prompt: alice@gpu-node-17:~$
-       r"(?<![\w.-])(?P<u>[a-z_][a-z0-9_-]{0,31})@(?P<s>" + _HOST_LABEL + r"(?:\." + _HOST_LABEL
-       + r")*):[~/]", {"u": "USER", "s": "HOST"}, mode="all", keep=_host_value, learn=True),
-    _d("IP", r"(?<![\w.])(?P<s>(?:" + _IPV4_OCTET + r"\.){3}" + _IPV4_OCTET + r")(?![\w]|\.\d)",
-       mode="all", keep=_special_ipv4),
-    _d("IP", r"(?<![\w:.])(?P<s>(?:" + _H16 + r":){7}" + _H16 + r"|(?:" + _H16 + r":){1,6}(?::"
-       + _H16 + r"){1,6}|::" + _H16 + r"(?::" + _H16 + r"){0,5})(?![\w:]|\.\d)",
-       mode="all", keep=_special_ipv6),
+    _d(
+        "USER",
+        r"(?:/home/|/homes/|/[Uu]sers/|[A-Za-z]:\\Users\\)(?P<s>[A-Za-z0-9._-]+)",
+        mode="all",
+        keep=_generic_user,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # a shell prompt: alice@gpu-node-17:~$
+        r"(?<![\w.-])(?P<u>[a-z_][a-z0-9_-]{0,31})@(?P<s>"
+        + _HOST_LABEL
+        + r"(?:\."
+        + _HOST_LABEL
+        + r")*):[~/]",
+        {"u": "USER", "s": "HOST"},
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "IP",
+        r"(?<![\w.])(?P<s>(?:" + _IPV4_OCTET + r"\.){3}" + _IPV4_OCTET + r")(?![\w]|\.\d)",
+        mode="all",
+        keep=_special_ipv4,
+    ),
+    _d(
+        "IP",
+        r"(?<![\w:.])(?P<s>(?:"
+        + _H16
+        + r":){7}"
+        + _H16
+        + r"|(?:"
+        + _H16
+        + r":){1,6}(?::"
+        + _H16
+        + r"){1,6}|::"
+        + _H16
+        + r"(?::"
+        + _H16
+        + r"){0,5})(?![\w:]|\.\d)",
+        mode="all",
+        keep=_special_ipv6,
+    ),
     # SLURM host lists, by context (SLURM_JOB_NODELIST=, NodeList=, BatchHost=)
     # and, bare, by their bracket shape: one placeholder for the list, each host learned
-    _d("NODELIST",
-       r"(?:\b(?:SLURM_(?:JOB_|STEP_)?NODELIST|SLURM_(?:STEP_)?NODENAME|SLURMD_NODENAME"
-       r"|SLURM_SUBMIT_HOST|SLURM_LAUNCH_NODE_IPADDR|(?:Req|Exc|Sched)?NodeList|BatchHost"
-       r"|nodelist|node_?list)" + _SEP + r")"
-       r"(?P<s>" + _NODE_ITEM + r"(?:," + _NODE_ITEM + r")*)(?![\w\[-])",
-       mode="all", keep=_host_value, expand=expand_nodelist),
-    _d("NODELIST", r"(?<![\w.\[-])(?P<s>[A-Za-z][A-Za-z0-9-]*" + _NODE_RANGES
-       + r"[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)(?![\w\[-])",
-       mode="all", keep=_not_a_node_list, expand=expand_nodelist),
-    _d("HOST",  # srun: error: gpu-node-03: task 3: Exited ...; srun: error: Node failure on X
-       r"\bsrun: error: (?:Node failure on )?(?P<s>" + _HOST + r")(?=: tasks? \d|\s*$)",
-       mode="all", keep=_host_value, learn=True, flags=re.M),
-    _d("HOST",  # slurmstepd: *** JOB 1234 ON gpu-node-01 CANCELLED AT ...
-       r"\*\*\* (?:JOB|STEP) [\w.+-]+ ON (?P<s>" + _HOST + r") CANCELLED",
-       mode="all", keep=_host_value, learn=True),
-    _d("HOST",  # named by context: host: X, hostname=X, MASTER_ADDR=X, rdzv_endpoint=X:port
-       r"(?i:\b(?:host(?:_?name)?|node_?name|master_?addr(?:ess)?|rdzv_?endpoint|local_?addr))"
-       + _SEP + r"(?P<s>" + _HOST + r")(?![\w-])",
-       mode="all", keep=_host_value, learn=True),
-    _d("HOST", r"--(?:master[_-]addr|rdzv[_-]endpoint|hostname)[= ](?P<s>" + _HOST + r")(?![\w-])",
-       mode="all", keep=_host_value, learn=True),
-    _d("HOST",  # NCCL's line prefix, host:pid:tid [cudaDev], before INFO or a source file
-       r"(?m)(?:^|[\]:]\s?|\s)(?P<s>[A-Za-z][A-Za-z0-9.-]*):\d+:\d+ \[\d+\] ",
-       mode="all", keep=_host_value, learn=True),
-    _d("HOST",  # c10d: failed to connect to [gpu-node-01]:29500 / to (gpu-node-01, 29500)
-       r"\bconnect(?:ing|ed)? to (?:\[(?P<s>" + _HOST + r")\]:\d{1,5}|\((?P<t>" + _HOST
-       + r"), \d{1,5}\))", {"s": "HOST", "t": "HOST"}, mode="all", keep=_host_value, learn=True),
-    _d("HOST", r"\b(?:on|from|to) (?:host|node|machine) (?P<s>" + _HOST + r")(?![\w-])",
-       mode="all", keep=_host_value, learn=True),
-    _d("HOST",  # fully qualified names under common or internal suffixes
-       r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.)+(?:com|net|org|io|ai|dev|edu|gov|cloud"
-       r"|internal|lan|corp|intra|cluster\.local))(?![\w-]|\.\w)",
-       mode="all", keep=_public_or_code, learn=True),
-    _d("HOST",  # ... and under a country's (three labels or more: see _CC_TLDS)
-       r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.){2,}(?:" + _CC_TLDS + r"))(?![\w-]|\.\w)",
-       mode="all", keep=_host_value, learn=True),
+    _d(
+        "NODELIST",
+        r"(?:\b(?:SLURM_(?:JOB_|STEP_)?NODELIST|SLURM_(?:STEP_)?NODENAME|SLURMD_NODENAME"
+        r"|SLURM_SUBMIT_HOST|SLURM_LAUNCH_NODE_IPADDR|(?:Req|Exc|Sched)?NodeList|BatchHost"
+        r"|nodelist|node_?list)" + _SEP + r")"
+        r"(?P<s>" + _NODE_ITEM + r"(?:," + _NODE_ITEM + r")*)(?![\w\[-])",
+        mode="all",
+        keep=_host_value,
+        expand=expand_nodelist,
+    ),
+    _d(
+        "NODELIST",
+        r"(?<![\w.\[-])(?P<s>[A-Za-z][A-Za-z0-9-]*"
+        + _NODE_RANGES
+        + r"[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)(?![\w\[-])",
+        mode="all",
+        keep=_not_a_node_list,
+        expand=expand_nodelist,
+    ),
+    _d(
+        "HOST",  # srun: error: gpu-node-03: task 3: Exited ...; srun: error: Node failure on X
+        r"\bsrun: error: (?:Node failure on )?(?P<s>" + _HOST + r")(?=: tasks? \d|\s*$)",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+        flags=re.M,
+    ),
+    _d(
+        "HOST",  # slurmstepd: *** JOB 1234 ON gpu-node-01 CANCELLED AT ...
+        r"\*\*\* (?:JOB|STEP) [\w.+-]+ ON (?P<s>" + _HOST + r") CANCELLED",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # named by context: host: X, hostname=X, MASTER_ADDR=X, rdzv_endpoint=X:port
+        r"(?i:\b(?:host(?:_?name)?|node_?name|master_?addr(?:ess)?|rdzv_?endpoint|local_?addr))"
+        + _SEP
+        + r"(?P<s>"
+        + _HOST
+        + r")(?![\w-])",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",
+        r"--(?:master[_-]addr|rdzv[_-]endpoint|hostname)[= ](?P<s>" + _HOST + r")(?![\w-])",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # NCCL's line prefix, host:pid:tid [cudaDev], before INFO or a source file
+        r"(?m)(?:^|[\]:]\s?|\s)(?P<s>[A-Za-z][A-Za-z0-9.-]*):\d+:\d+ \[\d+\] ",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # c10d: failed to connect to [gpu-node-01]:29500 / to (gpu-node-01, 29500)
+        r"\bconnect(?:ing|ed)? to (?:\[(?P<s>" + _HOST + r")\]:\d{1,5}|\((?P<t>" + _HOST + r"), \d{1,5}\))",
+        {"s": "HOST", "t": "HOST"},
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",
+        r"\b(?:on|from|to) (?:host|node|machine) (?P<s>" + _HOST + r")(?![\w-])",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # fully qualified names under common or internal suffixes
+        r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.)+(?:com|net|org|io|ai|dev|edu|gov|cloud"
+        r"|internal|lan|corp|intra|cluster\.local))(?![\w-]|\.\w)",
+        mode="all",
+        keep=_public_or_code,
+        learn=True,
+    ),
+    _d(
+        "HOST",  # ... and under a country's (three labels or more: see _CC_TLDS)
+        r"(?<![\w.-])(?P<s>(?:" + _HOST_LABEL + r"\.){2,}(?:" + _CC_TLDS + r"))(?![\w-]|\.\w)",
+        mode="all",
+        keep=_host_value,
+        learn=True,
+    ),
 )
 
 
@@ -428,11 +746,14 @@ class Redactor:
         if isinstance(obj, tuple | list):
             return type(obj)(self._redact_obj(x) for x in obj)  # type: ignore[return-value]
         if isinstance(obj, dict):
-            return {self._redact_obj(k): self._redact_obj(v)  # type: ignore[return-value]
-                    for k, v in obj.items()}
+            return {
+                self._redact_obj(k): self._redact_obj(v)  # type: ignore[return-value]
+                for k, v in obj.items()
+            }
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            changes = {f.name: self._redact_obj(getattr(obj, f.name))
-                       for f in dataclasses.fields(obj) if f.init}
+            changes = {
+                f.name: self._redact_obj(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init
+            }
             return dataclasses.replace(obj, **changes)  # type: ignore[return-value]
         return obj
 
@@ -475,8 +796,7 @@ class Redactor:
 
     def _learn(self, name: str, kind: str) -> None:
         """Mask `name` wherever else it appears bare (generic words excepted)."""
-        if len(name) >= 3 and name.lower() not in _GENERIC_NAMES \
-                and not PLACEHOLDER_RE.fullmatch(name):
+        if len(name) >= 3 and name.lower() not in _GENERIC_NAMES and not PLACEHOLDER_RE.fullmatch(name):
             self._learned.setdefault(name, kind)
             self._learned_re = None
 
@@ -485,8 +805,7 @@ class Redactor:
         pat = self._learned_re
         if pat is None:
             names = sorted(self._learned, key=len, reverse=True)
-            pat = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names)
-                             + r")(?![\w-])")
+            pat = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
             self._learned_re = pat
         return pat.sub(lambda m: self.placeholder(self._learned[m.group(0)], m.group(0)), text)
 

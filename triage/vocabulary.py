@@ -25,8 +25,7 @@ EVENTS: dict[str, frozenset[str]] = {
     # torchrun's per-child line: "failed (exitcode: -9) local_rank: 0 (pid: 7) of binary: ..."
     "child-exit": frozenset({"exitcode", "local_rank", "pid", "signal"}),
     # torchrun's "Root Cause (first observed failure)" report
-    "torchrun-failure": frozenset({"root_rank", "exitcode", "signal", "error_file", "traceback",
-                                   "host"}),
+    "torchrun-failure": frozenset({"root_rank", "exitcode", "signal", "error_file", "traceback", "host"}),
     # c10's "Exception raised from X at file.cpp:N" and the message line before it
     "cpp-exception": frozenset({"where", "file", "line", "message"}),
     # "terminate called after throwing an instance of 'T'"
@@ -44,8 +43,14 @@ EVENTS: dict[str, frozenset[str]] = {
 PHASES: tuple[str, ...] = tuple(name for name, _ in _PHASE_TABLE)
 
 # How a log ends (triage.model.EndState.kind).
-END_STATES: tuple[str, ...] = ("clean-exit", "traceback", "error", "cut-mid-line",
-                               "no-terminal-event", "empty")
+END_STATES: tuple[str, ...] = (
+    "clean-exit",
+    "traceback",
+    "error",
+    "cut-mid-line",
+    "no-terminal-event",
+    "empty",
+)
 
 # -- packages ---------------------------------------------------------------------------
 # Distribution names whose versions matter to ML training crashes, and the module each
@@ -75,24 +80,47 @@ PACKAGES: tuple[tuple[str, str], ...] = (
 # Other distributions reported by version only (never imported: they are libraries of
 # CUDA binaries, and their versions tell which CUDA a torch wheel pulled in).
 VERSION_ONLY: tuple[str, ...] = (
-    "pytorch-triton", "pytorch-triton-rocm", "nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12",
-    "nvidia-nccl-cu12", "nvidia-cuda-runtime", "nvidia-cudnn-cu13", "nvidia-nccl-cu13",
+    "pytorch-triton",
+    "pytorch-triton-rocm",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cudnn-cu12",
+    "nvidia-nccl-cu12",
+    "nvidia-cuda-runtime",
+    "nvidia-cudnn-cu13",
+    "nvidia-nccl-cu13",
     "nvidia-cuda-runtime-cu13",
 )
 # As fact names spell them (triage.evidence.facts: lower case, `_` as `-`).
 PACKAGE_NAMES: tuple[str, ...] = tuple(
-    name.lower().replace("_", "-") for name in [d for d, _ in PACKAGES] + list(VERSION_ONLY))
+    name.lower().replace("_", "-") for name in [d for d, _ in PACKAGES] + list(VERSION_ONLY)
+)
 
 # -- facts ------------------------------------------------------------------------------
 # Per-GPU readings: `gpu.all.<field>` holds when every GPU's value does, `gpu.any.<field>`
 # when one does (triage.engine.predicates.holds).
 GPU_FIELDS: tuple[str, ...] = (
-    "memory_used_mib", "memory_total_mib", "utilization_pct", "ecc_uncorrected",
-    "retired_pages", "remapped_rows_failed", "temperature_c", "ecc_uncorrected_aggregate",
-    "retired_pages_pending", "remapped_rows_pending", "remapped_rows_uncorrectable", "power_w",
+    "memory_used_mib",
+    "memory_total_mib",
+    "utilization_pct",
+    "ecc_uncorrected",
+    "retired_pages",
+    "remapped_rows_failed",
+    "temperature_c",
+    "ecc_uncorrected_aggregate",
+    "retired_pages_pending",
+    "remapped_rows_pending",
+    "remapped_rows_uncorrectable",
+    "power_w",
 )
-TMUX_KEYS: tuple[str, ...] = ("pane_dead", "pane_dead_status", "pane_dead_signal", "pane_pid",
-                              "history_size", "pane_pipe", "remain_on_exit")
+TMUX_KEYS: tuple[str, ...] = (
+    "pane_dead",
+    "pane_dead_status",
+    "pane_dead_signal",
+    "pane_pid",
+    "history_size",
+    "pane_pipe",
+    "remain_on_exit",
+)
 
 # Families: a prefix and the names that may follow it.
 FACT_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -107,37 +135,82 @@ FACT_FAMILIES: dict[str, tuple[str, ...]] = {
 
 # What triage.evidence.facts reads from a snapshot (besides the families above).
 SNAPSHOT_FACTS: tuple[str, ...] = (
-    "host", "packages", "python.executable", "python.version",
-    "torch.version", "torch.cuda", "torch.cudnn", "torch.cuda_available", "torch.arch_list",
-    "torch.hip", "torch.cuda_init_warning", "torch.device_count",
-    "torch.cuda_newer_than_driver", "torch.cuda_major_newer_than_driver", "torch.arch_ok",
-    "accelerate.required", "accelerate.sufficient",
-    "inductor_cache.entries", "inductor_cache.exists", "inductor_cache.path", "inductor_cache.cold",
-    "driver.version", "driver.cuda",
-    "gpu.count", "gpu.names", "gpu.lost", "gpu.busy", "gpu.idle", "gpu.busy_count",
-    "gpu.idle_count", "gpu.capabilities", "gpu.throttle_reasons", "gpu.arch_unsupported",
-    "kernel.readable", "kernel.reason", "kernel.xid", "kernel.xid_text", "kernel.oom_killer",
-    "kernel.oom_killed", "kernel.fallen_off_bus", "kernel.fallen_off_bus_text",
-    "kernel.xid_other", "kernel.xid_other_hw", "kernel.xid_other_text", "kernel.xid_ecc",
+    "host",
+    "packages",
+    "python.executable",
+    "python.version",
+    "torch.version",
+    "torch.cuda",
+    "torch.cudnn",
+    "torch.cuda_available",
+    "torch.arch_list",
+    "torch.hip",
+    "torch.cuda_init_warning",
+    "torch.device_count",
+    "torch.cuda_newer_than_driver",
+    "torch.cuda_major_newer_than_driver",
+    "torch.arch_ok",
+    "accelerate.required",
+    "accelerate.sufficient",
+    "inductor_cache.entries",
+    "inductor_cache.exists",
+    "inductor_cache.path",
+    "inductor_cache.cold",
+    "driver.version",
+    "driver.cuda",
+    "gpu.count",
+    "gpu.names",
+    "gpu.lost",
+    "gpu.busy",
+    "gpu.idle",
+    "gpu.busy_count",
+    "gpu.idle_count",
+    "gpu.capabilities",
+    "gpu.throttle_reasons",
+    "gpu.arch_unsupported",
+    "kernel.readable",
+    "kernel.reason",
+    "kernel.xid",
+    "kernel.xid_text",
+    "kernel.oom_killer",
+    "kernel.oom_killed",
+    "kernel.fallen_off_bus",
+    "kernel.fallen_off_bus_text",
+    "kernel.xid_other",
+    "kernel.xid_other_hw",
+    "kernel.xid_other_text",
+    "kernel.xid_ecc",
     "kernel.xid_ecc_text",
-    "cgroup.oom_kill", "probe.complete",
+    "cgroup.oom_kill",
+    "probe.complete",
 )
 # Facts about the log itself (triage.engine.log_facts).
 LOG_FACTS: tuple[str, ...] = (
-    "log.end_state", "log.truncated", "log.cut_mid_line", "log.last_phase", "log.has_traceback",
-    "log.exceptions", "log.steps", "log.nonfinite_loss", "log.ranks",
+    "log.end_state",
+    "log.truncated",
+    "log.cut_mid_line",
+    "log.last_phase",
+    "log.has_traceback",
+    "log.exceptions",
+    "log.steps",
+    "log.nonfinite_loss",
+    "log.ranks",
 )
 # The log facts that say how the log ends: a rule says that with an end clause
 # (`end_state`, `last_phase`), not with these in a clause's `when`.
-END_FACTS: tuple[str, ...] = ("log.end_state", "log.truncated", "log.cut_mid_line",
-                              "log.last_phase")
+END_FACTS: tuple[str, ...] = ("log.end_state", "log.truncated", "log.cut_mid_line", "log.last_phase")
 # Facts about the process itself, added by whoever saw it end (triage watch, repro).
 RUN_FACTS: tuple[str, ...] = (
-    "run.exit_status", "run.signal",
+    "run.exit_status",
+    "run.signal",
     # what `triage watch` saw of the run: a pane's output is stdout and stderr together
     # (stderr_captured), the pane's process died (pane_died), and the run's rhythm
-    "run.stderr_captured", "run.pane_died", "run.duration_s", "run.since_output_s",
-    "run.step_interval_s", "run.stalled_s",
+    "run.stderr_captured",
+    "run.pane_died",
+    "run.duration_s",
+    "run.since_output_s",
+    "run.step_interval_s",
+    "run.stalled_s",
 )
 
 # Facts whose values are themselves vocabulary (checked in `==` / `!=` predicates).
@@ -150,8 +223,10 @@ def is_fact(name: str) -> bool:
     """Is `name` a fact the pipeline can produce (an exact name or a family member)?"""
     if name in FACTS:
         return True
-    return any(name.startswith(prefix) and name[len(prefix):] in members
-               for prefix, members in FACT_FAMILIES.items())
+    return any(
+        name.startswith(prefix) and name[len(prefix) :] in members
+        for prefix, members in FACT_FAMILIES.items()
+    )
 
 
 def fact_names() -> list[str]:
@@ -172,5 +247,4 @@ def categories(rules_root: Path) -> tuple[str, ...]:
     """The categories of a rules folder: the names of its subfolders that hold rules."""
     if not rules_root.is_dir():
         return ()
-    return tuple(sorted(d.name for d in rules_root.iterdir()
-                        if d.is_dir() and any(d.glob("*.toml"))))
+    return tuple(sorted(d.name for d in rules_root.iterdir() if d.is_dir() and any(d.glob("*.toml"))))

@@ -24,8 +24,15 @@ def facts(name: str) -> dict:
 
 
 def test_the_recorded_states_exist():
-    for name in ("healthy-8gpu", "crashed-all-idle", "ecc-uncorrectable", "xid79", "one-busy",
-                 "venv-no-accelerate", "venv-accelerate-1.13"):
+    for name in (
+        "healthy-8gpu",
+        "crashed-all-idle",
+        "ecc-uncorrectable",
+        "xid79",
+        "one-busy",
+        "venv-no-accelerate",
+        "venv-accelerate-1.13",
+    ):
         assert name in ALL
 
 
@@ -99,14 +106,17 @@ def test_cuda_mismatch_facts():
     assert "too old" in f["torch.cuda_init_warning"]
 
 
-@pytest.mark.parametrize(("arch", "caps", "unsupported"), [
-    (["sm_80", "sm_86", "sm_90"], ["9.0"], []),
-    (["sm_80", "sm_86", "sm_90"], ["8.9"], []),          # sm_86 binaries run on 8.9
-    (["sm_80", "sm_86", "sm_90"], ["10.0", "12.0"], ["sm_100", "sm_120"]),
-    (["sm_80", "sm_90", "compute_90"], ["12.0"], []),   # PTX is JIT-compiled forward
-    (["sm_90a"], ["9.0"], []),
-    (["sm_70"], ["6.1"], ["sm_61"]),
-])
+@pytest.mark.parametrize(
+    ("arch", "caps", "unsupported"),
+    [
+        (["sm_80", "sm_86", "sm_90"], ["9.0"], []),
+        (["sm_80", "sm_86", "sm_90"], ["8.9"], []),  # sm_86 binaries run on 8.9
+        (["sm_80", "sm_86", "sm_90"], ["10.0", "12.0"], ["sm_100", "sm_120"]),
+        (["sm_80", "sm_90", "compute_90"], ["12.0"], []),  # PTX is JIT-compiled forward
+        (["sm_90a"], ["9.0"], []),
+        (["sm_70"], ["6.1"], ["sm_61"]),
+    ],
+)
 def test_arch_coverage(arch, caps, unsupported):
     s = snapshot("healthy-8gpu")
     s["torch"]["arch_list"] = arch
@@ -158,29 +168,39 @@ def test_unknown_sections_stay_unknown():
 
 
 def test_xid_table_covers_the_catalog():
-    doc = (ROOT.parent / "shared" / "reference" / "messages.md")
+    doc = ROOT.parent / "shared" / "reference" / "messages.md"
     table = xid_table()
     if doc.is_file():
         section = doc.read_text(encoding="utf-8").split("## 12.")[1].split("## 13.")[0]
         codes = {int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)}
         assert codes and codes <= set(table)
     assert table[79].signature == "gpu-fell-off-bus" and table[79].action == "RESTART_BM"
-    assert {c for c, x in table.items() if x.signature == "gpu-ecc-error"} == {
-        48, 63, 64, 92, 94, 95, 140}
+    assert {c for c, x in table.items() if x.signature == "gpu-ecc-error"} == {48, 63, 64, 92, 94, 95, 140}
     assert describe(12345).startswith("12345 (not in")
 
 
 def test_xid_line_parser():
     x = parse_xid_line("NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python, Graphics Exception")
     assert x is not None and (x["code"], x["pci"], x["pid"], x["process"]) == (
-        13, "0000:3b:00", 4242, "python")
+        13,
+        "0000:3b:00",
+        4242,
+        "python",
+    )
     assert x["message"] == "Graphics Exception"
     assert parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module") is None
 
 
-OWN_RULES = ["env/missing-accelerate", "compile/fx-tracing-flag-race", "memory/host-oom-killed",
-             "process/truncated-unknown", "env/cuda-version-mismatch",
-             "hardware/gpu-fell-off-bus", "hardware/gpu-ecc-error", "hardware/xid-error"]
+OWN_RULES = [
+    "env/missing-accelerate",
+    "compile/fx-tracing-flag-race",
+    "memory/host-oom-killed",
+    "process/truncated-unknown",
+    "env/cuda-version-mismatch",
+    "hardware/gpu-fell-off-bus",
+    "hardware/gpu-ecc-error",
+    "hardware/xid-error",
+]
 
 
 def test_own_rules_load_and_xid_table_is_not_a_rule():
@@ -209,9 +229,16 @@ def test_own_rules_use_only_facts_the_snapshot_provides():
 
 
 def test_fixtures_with_evidence_reference_real_snapshots():
-    for sig in ("missing-accelerate", "truncated-unknown", "fx-tracing-flag-race",
-                "host-oom-killed", "cuda-version-mismatch", "gpu-fell-off-bus", "gpu-ecc-error",
-                "xid-error"):
+    for sig in (
+        "missing-accelerate",
+        "truncated-unknown",
+        "fx-tracing-flag-race",
+        "host-oom-killed",
+        "cuda-version-mismatch",
+        "gpu-fell-off-bus",
+        "gpu-ecc-error",
+        "xid-error",
+    ):
         fx = [p for p in (ROOT / "fixtures" / sig).iterdir() if p.is_dir()]
         assert len(fx) >= 2, sig
         for d in fx:
@@ -222,6 +249,8 @@ def test_fixtures_with_evidence_reference_real_snapshots():
 
 def test_story_fixtures_are_byte_exact():
     story = b"Loading 5 target models...\nTarget 0 on cuda:0...\nT"
-    for d in ("missing-accelerate/001-story-cut-off-no-accelerate",
-              "truncated-unknown/001-story-cut-off-accelerate-imports"):
+    for d in (
+        "missing-accelerate/001-story-cut-off-no-accelerate",
+        "truncated-unknown/001-story-cut-off-accelerate-imports",
+    ):
         assert Path(ROOT / "fixtures" / d / "input.log").read_bytes() == story

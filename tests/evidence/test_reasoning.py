@@ -33,8 +33,7 @@ def diag(report: dict, sig: str) -> dict:
     return found[0]
 
 
-def test_story_without_accelerate_offers_it_and_confirms_nothing(story_log, triage_json,
-                                                                 validate_report):
+def test_story_without_accelerate_offers_it_and_confirms_nothing(story_log, triage_json, validate_report):
     r = triage_json(str(story_log), "--evidence", snap_file("venv-no-accelerate"))
     validate_report(r)
     assert r["end_state"]["kind"] == "cut-mid-line"
@@ -43,8 +42,10 @@ def test_story_without_accelerate_offers_it_and_confirms_nothing(story_log, tria
     assert ma["confidence"] in ("likely", "possible")
     assert all(d["confidence"] != "confirmed" for d in r["diagnoses"])
     # the fact that supports it is named, with the run's interpreter
-    assert any(e.get("fact") and "accelerate is not" in e["text"] and "/root/venv/bin/python"
-               in e["text"] for e in ma["evidence"])
+    assert any(
+        e.get("fact") and "accelerate is not" in e["text"] and "/root/venv/bin/python" in e["text"]
+        for e in ma["evidence"]
+    )
     notes = " ".join(r["notes"])
     assert "cut off mid-line" in notes and "model-loading" in notes
     assert "2>&1 | tee" in notes and "triage watch" in notes
@@ -52,8 +53,7 @@ def test_story_without_accelerate_offers_it_and_confirms_nothing(story_log, tria
     assert ma["checks"] and "import accelerate" in ma["checks"][0]
 
 
-def test_story_with_accelerate_rules_it_out_naming_the_fact(story_log, triage_json,
-                                                            validate_report):
+def test_story_with_accelerate_rules_it_out_naming_the_fact(story_log, triage_json, validate_report):
     r = triage_json(str(story_log), "--evidence", snap_file("venv-accelerate-1.13"))
     validate_report(r)
     assert "missing-accelerate" not in sigs(r)
@@ -71,8 +71,9 @@ def test_installed_but_broken_accelerate_is_not_ruled_out(story_log, triage_json
     r = triage_json(str(story_log), "--evidence", snap_file("venv-accelerate-broken"))
     assert "missing-accelerate" not in [x["signature"] for x in r["ruled_out"]]
     ma = diag(r, "missing-accelerate")
-    assert any("does not import" in e["text"] and "No module named 'yaml'" in e["text"]
-               for e in ma["evidence"])
+    assert any(
+        "does not import" in e["text"] and "No module named 'yaml'" in e["text"] for e in ma["evidence"]
+    )
 
 
 def test_too_old_accelerate_supports(story_log, triage_json, tmp_path):
@@ -85,8 +86,9 @@ def test_too_old_accelerate_supports(story_log, triage_json, tmp_path):
     assert any("older than the 1.1.0" in e["text"] for e in ma["evidence"])
 
 
-@pytest.mark.parametrize("fixture", ["001-story-plus-lost-stderr-no-accelerate",
-                                     "002-story-2to1-glued-with-accelerate"])
+@pytest.mark.parametrize(
+    "fixture", ["001-story-plus-lost-stderr-no-accelerate", "002-story-2to1-glued-with-accelerate"]
+)
 @pytest.mark.parametrize("venv", ["venv-no-accelerate", "venv-accelerate-1.13"])
 def test_lost_stderr_confirms_fx_race_on_top(fixture, venv, triage_json, validate_report):
     log = FIXTURES / "fx-tracing-flag-race" / fixture / "input.log"
@@ -94,7 +96,10 @@ def test_lost_stderr_confirms_fx_race_on_top(fixture, venv, triage_json, validat
     validate_report(r)
     top = r["diagnoses"][0]
     assert (top["signature"], top["confidence"], top["role"]) == (
-        "fx-tracing-flag-race", "confirmed", "root-cause")
+        "fx-tracing-flag-race",
+        "confirmed",
+        "root-cause",
+    )
     assert "missing-accelerate" not in sigs(r)
 
 
@@ -106,20 +111,23 @@ def _cuda_snap(torch_cuda: str, driver_cuda: str) -> dict:
     return s
 
 
-def test_torch_cuda_newer_than_driver_supports_mismatch(story_log, triage_json, tmp_path,
-                                                        validate_report):
-    newer = triage_json(str(story_log), "--evidence",
-                        write_snap(tmp_path, _cuda_snap("13.0", "12.8"), "newer.json"))
+def test_torch_cuda_newer_than_driver_supports_mismatch(story_log, triage_json, tmp_path, validate_report):
+    newer = triage_json(
+        str(story_log), "--evidence", write_snap(tmp_path, _cuda_snap("13.0", "12.8"), "newer.json")
+    )
     validate_report(newer)
     d = diag(newer, "cuda-version-mismatch")
     assert d["confidence"] == "likely"  # supported, but a cut-off log confirms no inference
-    assert any(e.get("fact") and "built for CUDA 13.0" in e["text"] and "12.8" in e["text"]
-               for e in d["evidence"])
-    same = triage_json(str(story_log), "--evidence",
-                       write_snap(tmp_path, _cuda_snap("12.8", "12.8"), "same.json"))
+    assert any(
+        e.get("fact") and "built for CUDA 13.0" in e["text"] and "12.8" in e["text"] for e in d["evidence"]
+    )
+    same = triage_json(
+        str(story_log), "--evidence", write_snap(tmp_path, _cuda_snap("12.8", "12.8"), "same.json")
+    )
     assert "cuda-version-mismatch" not in sigs(same)
-    minor = triage_json(str(story_log), "--evidence",
-                        write_snap(tmp_path, _cuda_snap("12.8", "12.4"), "minor.json"))
+    minor = triage_json(
+        str(story_log), "--evidence", write_snap(tmp_path, _cuda_snap("12.8", "12.4"), "minor.json")
+    )
     assert diag(minor, "cuda-version-mismatch")["confidence"] == "possible"
 
 
@@ -133,8 +141,7 @@ def test_torch_cuda_init_warning_confirms_mismatch(story_log, triage_json):
 def test_working_cuda_rules_out_mismatch_only_without_a_log_message(tmp_path, triage_json):
     s = snapshot("healthy-8gpu")
     log = tmp_path / "t.log"
-    log.write_text("RuntimeError: CUDA error: no kernel image is available for execution on "
-                   "the device\n")
+    log.write_text("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     r = triage_json(str(log), "--evidence", write_snap(tmp_path, s))
     d = diag(r, "cuda-version-mismatch")  # the log's own message outranks a later snapshot
     assert d["confidence"] == "confirmed"
@@ -148,8 +155,7 @@ def test_oom_killer_line_confirms_host_oom(tmp_path, triage_json, validate_repor
     validate_report(r)
     d = r["diagnoses"][0]
     assert (d["signature"], d["confidence"]) == ("host-oom-killed", "confirmed")
-    assert any("OOM killer" in e["text"] and "python (pid 48211)" in e["text"]
-               for e in d["evidence"])
+    assert any("OOM killer" in e["text"] and "python (pid 48211)" in e["text"] for e in d["evidence"])
     # a readable kernel log without the OOM killer weakens the same guess
     r2 = triage_json(str(log), "--evidence", snap_file("crashed-all-idle"))
     d2 = diag(r2, "host-oom-killed")
@@ -174,7 +180,10 @@ def test_xid79_confirms_fell_off_bus_over_nccl_errors(triage_json, validate_repo
     validate_report(r)
     top = r["diagnoses"][0]
     assert (top["signature"], top["confidence"], top["role"]) == (
-        "gpu-fell-off-bus", "confirmed", "root-cause")
+        "gpu-fell-off-bus",
+        "confirmed",
+        "root-cause",
+    )
     assert {"nccl-error", "nccl-timeout"} <= set(top["explains"])
     assert any("Xid 79" in e["text"] for e in top["evidence"])
     for d in r["diagnoses"][1:]:

@@ -43,10 +43,8 @@ def _no_torch(py: str | None) -> bool:
 
 def test_probe_imports_nothing_of_triage():
     tree = ast.parse(PROBE.read_text(encoding="utf-8"))
-    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-            for a in n.names}
-    mods |= {n.module.split(".")[0] for n in ast.walk(tree)
-             if isinstance(n, ast.ImportFrom) and n.module}
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert "triage" not in mods
 
 
@@ -89,7 +87,8 @@ def test_probe_installed_but_broken_package_and_noisy_import(tmp_path, monkeypat
     (site / "accelerate").mkdir(parents=True)
     (site / "accelerate" / "__init__.py").write_text(
         "import os\nprint('accelerate banner on stdout')\nos.write(1, b'raw fd1 noise\\n')\n"
-        "raise ImportError('cannot import name clear_device_cache')\n")
+        "raise ImportError('cannot import name clear_device_cache')\n"
+    )
     dist = site / "accelerate-1.13.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: accelerate\nVersion: 1.13.0\n")
@@ -105,8 +104,13 @@ def test_probe_installed_but_broken_package_and_noisy_import(tmp_path, monkeypat
     assert f["package.accelerate"] is None  # installed, but not importable
     assert f["import_error.accelerate"].startswith("ImportError")
     # the probe's own stdout held only JSON despite the noise
-    out = subprocess.run([SYSTEM_PY, "-c", PROBE.read_text(), *probe_args()], capture_output=True,
-                         text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(site)))
+    out = subprocess.run(
+        [SYSTEM_PY, "-c", PROBE.read_text(), *probe_args()],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(site)),
+    )
     json.loads(out.stdout)
     assert "banner" in out.stderr and "raw fd1 noise" in out.stderr
 
@@ -133,11 +137,24 @@ def test_probe_timeout_keeps_what_it_learned(tmp_path, monkeypatch):
 
 
 def test_collect_on_this_machine_is_complete(tmp_path):
-    snap = collect(tmux_target="triage-test-no-such-session", env={
-        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    snap = collect(
+        tmux_target="triage-test-no-such-session", env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    )
     assert snap["schema"] == "triage.snapshot/1"
-    for key in ("host", "time", "python", "packages", "imports", "torch", "inductor_cache",
-                "gpus", "kernel", "host_memory", "cgroup", "tmux"):
+    for key in (
+        "host",
+        "time",
+        "python",
+        "packages",
+        "imports",
+        "torch",
+        "inductor_cache",
+        "gpus",
+        "kernel",
+        "host_memory",
+        "cgroup",
+        "tmux",
+    ):
         assert key in snap, key
     json.dumps(snap)  # serialisable as is
     g = snap["gpus"]
@@ -208,9 +225,12 @@ def test_tmux_pane_of_a_dead_pane(tmp_path):
         subprocess.run([*tm, "respawn-pane", "-k", "-t", name, "exit 3"], check=True, env=env)
         for _ in range(50):
             # tmux marks the pane dead a moment before it has reaped the exit status
-            out = subprocess.run([*tm, "display-message", "-p", "-t", name,
-                                  "#{pane_dead}:#{pane_dead_status}"],
-                                 capture_output=True, text=True, env=env).stdout.strip()
+            out = subprocess.run(
+                [*tm, "display-message", "-p", "-t", name, "#{pane_dead}:#{pane_dead_status}"],
+                capture_output=True,
+                text=True,
+                env=env,
+            ).stdout.strip()
             if out == "1:3":
                 break
             subprocess.run(["sleep", "0.1"])
@@ -218,8 +238,12 @@ def test_tmux_pane_of_a_dead_pane(tmp_path):
         assert pane["pane_dead"] is True
         # tmux 3.3a now and then never records the status of a pane that exits at once
         # (#{pane_dead_time} stays empty); the snapshot must say what tmux says
-        told = subprocess.run([*tm, "display-message", "-p", "-t", name, "#{pane_dead_status}"],
-                              capture_output=True, text=True, env=env).stdout.strip()
+        told = subprocess.run(
+            [*tm, "display-message", "-p", "-t", name, "#{pane_dead_status}"],
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.strip()
         assert pane["pane_dead_status"] == (int(told) if told else None)
         if not told:
             return
@@ -351,6 +375,7 @@ def test_nvml_init_failure_is_unknown():
 
 # ------------------------------------------------------------ the CLI, for real
 
+
 def run_cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*TRIAGE, *args], capture_output=True, text=True, cwd=ROOT, **kw)
 
@@ -375,8 +400,10 @@ def test_snapshot_cli_writes_and_refuses_to_overwrite(tmp_path):
     assert "Traceback" not in p4.stderr
 
 
-@pytest.mark.skipif(not (hasattr(os, "getuid") and os.getuid() == 0 and shutil.which("setpriv")),
-                    reason="needs root and setpriv to run as an unprivileged user")
+@pytest.mark.skipif(
+    not (hasattr(os, "getuid") and os.getuid() == 0 and shutil.which("setpriv")),
+    reason="needs root and setpriv to run as an unprivileged user",
+)
 def test_snapshot_without_permission_or_gpu_is_still_complete():
     """`triage snapshot` as nobody, with another interpreter: GPUs and kernel log are
     unknown with reasons, and the snapshot still works as evidence."""
@@ -388,8 +415,20 @@ def test_snapshot_without_permission_or_gpu_is_still_complete():
         d.chmod(0o777)
         out = d / "snap.json"
         py = SYSTEM_PY or sys.executable
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-               sys.executable, "-m", "triage", "snapshot", "-o", str(out), "--python", py]
+        cmd = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "triage",
+            "snapshot",
+            "-o",
+            str(out),
+            "--python",
+            py,
+        ]
         env = dict(os.environ, HOME=str(d), TMPDIR=str(d))
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=d, env=env, timeout=300)
         assert p.returncode == 0, p.stderr

@@ -30,8 +30,14 @@ def history_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path / "state"
     monkeypatch.delenv("TRIAGE_HISTORY", raising=False)
     monkeypatch.delenv("TRIAGE_HISTORY_URL", raising=False)
-    for var in ("SLURM_JOB_NAME", "PBS_JOBNAME", "LSB_JOBNAME", "JOB_NAME", "TRIAGE_RUN",
-                "KUBERNETES_JOB_NAME"):
+    for var in (
+        "SLURM_JOB_NAME",
+        "PBS_JOBNAME",
+        "LSB_JOBNAME",
+        "JOB_NAME",
+        "TRIAGE_RUN",
+        "KUBERNETES_JOB_NAME",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     return state

@@ -22,8 +22,10 @@ PORT = 5432  # only names the socket file: nothing listens on TCP
 
 def bin_dir() -> Path | None:
     """Where initdb and pg_ctl are: Debian's versioned folder, else the PATH."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     which = shutil.which("initdb")
@@ -51,12 +53,45 @@ def start(base: Path) -> str:
         shutil.chown(base, "postgres")
     run = {"check": True, "capture_output": True, "text": True}
     if not data.exists():
-        subprocess.run(_as_server_user([str(bins / "initdb"), "-D", str(data), "-A", "trust",
-                                        "-U", "triage", "-E", "UTF8", "--no-sync"]), **run)
-    opts = (f"-k {base} -p {PORT} -c listen_addresses='' -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-    subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "-o", opts, "-w",
-                                    "-t", "60", "-l", str(base / "server.log"), "start"]), **run)
+        subprocess.run(
+            _as_server_user(
+                [
+                    str(bins / "initdb"),
+                    "-D",
+                    str(data),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "triage",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ]
+            ),
+            **run,
+        )
+    opts = (
+        f"-k {base} -p {PORT} -c listen_addresses='' -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+    )
+    subprocess.run(
+        _as_server_user(
+            [
+                str(bins / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                str(base / "server.log"),
+                "start",
+            ]
+        ),
+        **run,
+    )
     return url(base)
 
 
@@ -64,8 +99,10 @@ def stop(base: Path) -> None:
     bins = bin_dir()
     if bins is None or not (base / "data").exists():
         return
-    subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(base / "data"), "-m",
-                                    "immediate", "-w", "stop"]), capture_output=True)
+    subprocess.run(
+        _as_server_user([str(bins / "pg_ctl"), "-D", str(base / "data"), "-m", "immediate", "-w", "stop"]),
+        capture_output=True,
+    )
 
 
 if __name__ == "__main__":

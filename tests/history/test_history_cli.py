@@ -16,8 +16,7 @@ STORY = b"Loading 5 target models...\nTarget 0 on cuda:0...\nT"
 OOM = (ROOT / "fixtures" / "cuda-oom" / "001-rank3-cascade-8ranks" / "input.log").read_bytes()
 
 
-def _crash(capsys: pytest.CaptureFixture[str], log: Path, content: bytes, when: int,
-           *args: str) -> None:
+def _crash(capsys: pytest.CaptureFixture[str], log: Path, content: bytes, when: int, *args: str) -> None:
     log.write_bytes(content)
     os.utime(log, ns=(when * 10**9, when * 10**9))
     assert main(["logs", str(log), "--format", "json", *args]) == 0
@@ -35,20 +34,35 @@ def _history(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def recorded(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> str:
     """Two runs: the story's (the same cut-off twice, then an OOM) and another OOM."""
     log = tmp_path / "train.log"
-    _crash(capsys, log, STORY, 1_800_000_000, "--history-url", store_url, "--evidence",
-           str(SNAPS / "venv-no-accelerate.json"))
-    _crash(capsys, log, STORY, 1_800_000_600, "--history-url", store_url, "--evidence",
-           str(SNAPS / "venv-accelerate-1.13.json"))
+    _crash(
+        capsys,
+        log,
+        STORY,
+        1_800_000_000,
+        "--history-url",
+        store_url,
+        "--evidence",
+        str(SNAPS / "venv-no-accelerate.json"),
+    )
+    _crash(
+        capsys,
+        log,
+        STORY,
+        1_800_000_600,
+        "--history-url",
+        store_url,
+        "--evidence",
+        str(SNAPS / "venv-accelerate-1.13.json"),
+    )
     _crash(capsys, log, OOM, 1_800_090_000, "--history-url", store_url)
-    _crash(capsys, tmp_path / "other.log", OOM, 1_800_090_100, "--history-url", store_url,
-           "--run", "sweep-7")
+    _crash(capsys, tmp_path / "other.log", OOM, 1_800_090_100, "--history-url", store_url, "--run", "sweep-7")
     return store_url
 
 
-def test_grouped_by_fingerprint(tmp_path: Path, recorded: str,
-                                capsys: pytest.CaptureFixture[str]) -> None:
-    data = json.loads(_history(capsys, "--history-url", recorded, "--format", "json",
-                               "--log", str(tmp_path / "train.log")))
+def test_grouped_by_fingerprint(tmp_path: Path, recorded: str, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(
+        _history(capsys, "--history-url", recorded, "--format", "json", "--log", str(tmp_path / "train.log"))
+    )
     assert data["schema"] == "triage.history/1" and data["crashes"] == 3
     (run,) = data["runs"]
     assert run["run"]["via"] == "log"
@@ -82,21 +96,19 @@ def test_stats(recorded: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "by signature" in text and "cuda-oom" in text and "by day" in text
 
 
-def test_a_diagnosis_seen_across_runs_says_so(tmp_path: Path, recorded: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_diagnosis_seen_across_runs_says_so(
+    tmp_path: Path, recorded: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = tmp_path / "third.log"
     log.write_bytes(OOM)
-    assert main(["logs", str(log), "--format", "json", "--history-url", recorded,
-                 "--run", "sweep-8"]) == 0
+    assert main(["logs", str(log), "--format", "json", "--history-url", recorded, "--run", "sweep-8"]) == 0
     report = json.loads(capsys.readouterr().out)
     spread = report["history"]["signature"]
     assert (spread["signature"], spread["count"], spread["runs"]) == ("cuda-oom", 3, 3)
-    assert any("cuda-oom has been diagnosed in 3 crashes across 3 runs" in n
-               for n in report["notes"])
+    assert any("cuda-oom has been diagnosed in 3 crashes across 3 runs" in n for n in report["notes"])
 
 
-def test_unreadable_store_is_a_one_line_error(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_store_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "h.sqlite"
     db.write_bytes(b"garbage" * 100)
     assert main(["history", "--history-url", f"sqlite:///{db}"]) == 2

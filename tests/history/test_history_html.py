@@ -12,13 +12,16 @@ import pytest
 pytest.importorskip("matplotlib")
 
 CUT = "Loading 5 target models...\nTarget 0 on cuda:0...\nT"
-CRASH = ('step 1 loss 2.0\nTraceback (most recent call last):\n  File "t.py", line 1, in <module>\n'
-         "ValueError: bad config\n")
+CRASH = (
+    'step 1 loss 2.0\nTraceback (most recent call last):\n  File "t.py", line 1, in <module>\n'
+    "ValueError: bad config\n"
+)
 
 
 def triage(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "triage", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_history_page_holds_every_crash_of_the_run(tmp_path: Path) -> None:

@@ -31,7 +31,12 @@ def test_engine_never_imports_the_history() -> None:
     bad = []
     for py in (ROOT / "triage" / "engine").rglob("*.py"):
         for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             bad += [f"{py.name}: {n}" for n in names if n.startswith("triage.history")]
     assert bad == []

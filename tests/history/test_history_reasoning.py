@@ -15,9 +15,12 @@ STORY = "Loading 5 target models...\nTarget 0 on cuda:0...\nT"
 
 def _facts(snapshot: str, changed: dict) -> dict:
     facts = evidence.facts_from_snapshot(evidence.load_snapshot(str(SNAPS / snapshot)))
-    facts[RECURRENCE_FACT] = {"previous": "crash #1 (2026-12-01 20:01 UTC, n)",
-                              "current": "this crash (2026-12-01 20:09 UTC)",
-                              "fingerprint": "end-abc", "changed": changed}
+    facts[RECURRENCE_FACT] = {
+        "previous": "crash #1 (2026-12-01 20:01 UTC, n)",
+        "current": "this crash (2026-12-01 20:09 UTC)",
+        "fingerprint": "end-abc",
+        "changed": changed,
+    }
     return facts
 
 
@@ -28,8 +31,9 @@ def _signatures(report) -> list[str]:
 def test_a_changed_dependency_rules_out() -> None:
     # the snapshot of crash 2 alone would keep missing-accelerate (accelerate still absent);
     # the history says the compile cache went from cold to warm and the run died the same way
-    facts = _facts("venv-no-accelerate.json",
-                   {"inductor_cache.cold": [True, False], "inductor_cache.entries": [0, 41]})
+    facts = _facts(
+        "venv-no-accelerate.json", {"inductor_cache.cold": [True, False], "inductor_cache.entries": [0, 41]}
+    )
     facts["inductor_cache.cold"] = False
     facts[RECURRENCE_FACT]["suspected"] = ["missing-accelerate", "fx-tracing-flag-race"]
     rep = analyze_text(STORY, facts=facts)
@@ -44,17 +48,16 @@ def test_a_changed_dependency_rules_out() -> None:
 
 
 def test_an_unrelated_change_rules_nothing_out() -> None:
-    rep = analyze_text(STORY, facts=_facts("venv-no-accelerate.json",
-                                           {"driver.version": ["550.54", "560.35"]}))
+    rep = analyze_text(
+        STORY, facts=_facts("venv-no-accelerate.json", {"driver.version": ["550.54", "560.35"]})
+    )
     assert rep.ruled_out == ()
-    assert _signatures(analyze_text(STORY, facts=_facts("venv-no-accelerate.json", {}))) == \
-        _signatures(rep)
+    assert _signatures(analyze_text(STORY, facts=_facts("venv-no-accelerate.json", {}))) == _signatures(rep)
 
 
 def test_the_logs_own_message_outranks_the_history() -> None:
     log = "ModuleNotFoundError: No module named 'accelerate'"
-    rep = analyze_text(log, facts=_facts("venv-no-accelerate.json",
-                                         {"package.accelerate": ["0.20.0", None]}))
+    rep = analyze_text(log, facts=_facts("venv-no-accelerate.json", {"package.accelerate": ["0.20.0", None]}))
     assert _signatures(rep)[0] == "missing-accelerate"
     assert rep.diagnoses[0].confidence.label == "confirmed"
 

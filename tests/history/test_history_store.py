@@ -44,8 +44,7 @@ def test_64_processes_record_at_once(store_url: str) -> None:
     errors = ctx.Queue()
     # triaged once here (the children inherit it): what is measured is the recording
     report = analyze_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB")
-    procs = [ctx.Process(target=_child, args=(store_url, i, report, barrier, errors))
-             for i in range(PROCS)]
+    procs = [ctx.Process(target=_child, args=(store_url, i, report, barrier, errors)) for i in range(PROCS)]
     for p in procs:
         p.start()
     for p in procs:
@@ -86,8 +85,9 @@ def test_corrupt_store_warns_once(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "not a database" in err
 
 
-def test_locked_store_warns_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locked_store_warns_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another process holds the write lock for longer than triage waits."""
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     open_store(url).close()
@@ -129,12 +129,21 @@ def test_read_only_store(tmp_path: Path) -> None:
             pytest.skip("running as root without setpriv: permissions cannot be enforced")
         prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
     try:
-        base = [*prefix, sys.executable, "-m", "triage", "logs", str(OOM_LOG), "--format", "json",
-                "--fail-on", "likely"]
+        base = [
+            *prefix,
+            sys.executable,
+            "-m",
+            "triage",
+            "logs",
+            str(OOM_LOG),
+            "--format",
+            "json",
+            "--fail-on",
+            "likely",
+        ]
         env = {**os.environ}
         want = subprocess.run([*base, "--no-history"], capture_output=True, text=True, env=env)
-        got = subprocess.run([*base, "--history-url", url], capture_output=True, text=True,
-                             env=env)
+        got = subprocess.run([*base, "--history-url", url], capture_output=True, text=True, env=env)
     finally:
         folder.chmod(0o755)
     assert (got.returncode, got.stdout) == (want.returncode, want.stdout) and want.returncode == 1
@@ -142,8 +151,7 @@ def test_read_only_store(tmp_path: Path) -> None:
     assert "readonly" in got.stderr or "unable to open" in got.stderr
 
 
-def test_newer_schema_is_refused_not_damaged(store_url: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_newer_schema_is_refused_not_damaged(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     store = open_store(store_url)
     with store._write() as cur:
         cur.execute("UPDATE triage_schema SET version = 99")
@@ -186,13 +194,14 @@ def test_an_old_schema_is_migrated(store_url: str) -> None:
         store.close()
 
 
-def test_stored_text_is_redacted(tmp_path: Path, store_url: str,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_stored_text_is_redacted(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     token = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
     log = tmp_path / "train.log"
-    log.write_text("Traceback (most recent call last):\n"
-                   '  File "/home/ana/train.py", line 3, in <module>\n'
-                   f"OSError: 401 Client Error for token {token}: Unauthorized\n")
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/home/ana/train.py", line 3, in <module>\n'
+        f"OSError: 401 Client Error for token {token}: Unauthorized\n"
+    )
     assert main(["logs", str(log), "--history-url", store_url, "--format", "json"]) == 0
     capsys.readouterr()
     store = open_store(store_url)
@@ -206,10 +215,21 @@ def test_stored_text_is_redacted(tmp_path: Path, store_url: str,
 
 
 def test_record_roundtrip(store_url: str) -> None:
-    rec = Record(recorded_at=1_800_000_000.5, host="node-1", run_key="run:a", run_name="a",
-                 run_via="run", fingerprint="end-x", fp_kind="end", fp_parts={"k": 1},
-                 label="l", signature=None, confidence=None, failed=False,
-                 facts={"package.accelerate": None, "gpu.all.memory_used_mib": [0, 1]})
+    rec = Record(
+        recorded_at=1_800_000_000.5,
+        host="node-1",
+        run_key="run:a",
+        run_name="a",
+        run_via="run",
+        fingerprint="end-x",
+        fp_kind="end",
+        fp_parts={"k": 1},
+        label="l",
+        signature=None,
+        confidence=None,
+        failed=False,
+        facts={"package.accelerate": None, "gpu.all.memory_used_mib": [0, 1]},
+    )
     store = open_store(store_url)
     try:
         store.record(rec)

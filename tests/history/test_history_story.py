@@ -22,10 +22,12 @@ from triage.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPS = ROOT / "tests" / "data" / "snapshots"
-STORY = (ROOT / "fixtures" / "missing-accelerate" / "001-story-cut-off-no-accelerate"
-         / "input.log").read_bytes()
-RACE = (ROOT / "fixtures" / "fx-tracing-flag-race" / "002-story-2to1-glued-with-accelerate"
-        / "input.log").read_bytes()
+STORY = (
+    ROOT / "fixtures" / "missing-accelerate" / "001-story-cut-off-no-accelerate" / "input.log"
+).read_bytes()
+RACE = (
+    ROOT / "fixtures" / "fx-tracing-flag-race" / "002-story-2to1-glued-with-accelerate" / "input.log"
+).read_bytes()
 
 
 def _crash(log: Path, content: bytes, when: int) -> None:
@@ -35,8 +37,9 @@ def _crash(log: Path, content: bytes, when: int) -> None:
 
 
 def _triage(capsys: pytest.CaptureFixture[str], log: Path, snapshot: str, url: str) -> dict:
-    rc = main(["logs", str(log), "--evidence", str(SNAPS / snapshot), "--format", "json",
-               "--history-url", url])
+    rc = main(
+        ["logs", str(log), "--evidence", str(SNAPS / snapshot), "--format", "json", "--history-url", url]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert out.err == ""
@@ -47,8 +50,9 @@ def _leading(report: dict) -> list[str]:
     return [d["signature"] for d in report["diagnoses"] if d["signature"] != "truncated-unknown"]
 
 
-def test_story_three_crashes(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str],
-                             validate_report) -> None:
+def test_story_three_crashes(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str], validate_report
+) -> None:
     log = tmp_path / "train.log"
     _crash(log, STORY, 1_800_000_000)
     first = _triage(capsys, log, "venv-no-accelerate.json", store_url)
@@ -112,8 +116,10 @@ def test_the_story_in_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["logs", str(log), "--evidence", str(SNAPS / "venv-no-accelerate.json")]) == 0
     capsys.readouterr()
     _crash(log, STORY, 1_800_000_600)
-    assert main(["logs", str(log), "--evidence", str(SNAPS / "venv-accelerate-1.13.json"),
-                 "--width", "200"]) == 0
+    assert (
+        main(["logs", str(log), "--evidence", str(SNAPS / "venv-accelerate-1.13.json"), "--width", "200"])
+        == 0
+    )
     out = capsys.readouterr()
     assert out.err == ""
     ruled = out.out.split("Ruled out", 1)[1]
@@ -121,8 +127,9 @@ def test_the_story_in_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (Path(os.environ["XDG_STATE_HOME"]) / "triage" / "history.sqlite").is_file()
 
 
-def test_retriaging_the_same_log_is_not_a_second_crash(tmp_path: Path, store_url: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_retriaging_the_same_log_is_not_a_second_crash(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = tmp_path / "train.log"
     _crash(log, STORY, 1_800_000_000)
     first = _triage(capsys, log, "venv-no-accelerate.json", store_url)
@@ -134,12 +141,12 @@ def test_retriaging_the_same_log_is_not_a_second_crash(tmp_path: Path, store_url
     assert all("died the same way" not in x["because"] for x in again["ruled_out"])
 
 
-def test_no_history_records_nothing(tmp_path: Path, store_url: str,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_history_records_nothing(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = tmp_path / "train.log"
     _crash(log, STORY, 1_800_000_000)
-    assert main(["logs", str(log), "--format", "json", "--history-url", store_url,
-                 "--no-history"]) == 0
+    assert main(["logs", str(log), "--format", "json", "--history-url", store_url, "--no-history"]) == 0
     assert "history" not in json.loads(capsys.readouterr().out)
     assert main(["history", "--history-url", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["crashes"] == 0

@@ -16,13 +16,15 @@ from triage.history.store import open_store
 from triage.watch.cli import build_session
 
 ROOT = Path(__file__).resolve().parents[2]
-RACE = (ROOT / "fixtures" / "fx-tracing-flag-race" / "002-story-2to1-glued-with-accelerate"
-        / "input.log").read_bytes()
+RACE = (
+    ROOT / "fixtures" / "fx-tracing-flag-race" / "002-story-2to1-glued-with-accelerate" / "input.log"
+).read_bytes()
 
 
 def _watch_once(log: Path, url: str, *extra: str) -> dict:
-    args = build_parser().parse_args(["watch", str(log), "--no-tui", "--no-snapshot",
-                                      "--history-url", url, *extra])
+    args = build_parser().parse_args(
+        ["watch", str(log), "--no-tui", "--no-snapshot", "--history-url", url, *extra]
+    )
     session = build_session(args)
     session.start()
     session.poll()
@@ -68,18 +70,52 @@ def test_a_tmux_watch_is_the_sessions_run(tmp_path: Path) -> None:
         for i in range(1):
             go = tmp_path / f"go{i}"
             # the run dies once the watcher is attached (the test says when: no sleeps)
-            die = (f"import os, sys, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
-                   "print('Loading 5 target models...'); print('Target 0 on cuda:0...')\n"
-                   "sys.stdout.write('T'); sys.stdout.flush()\n")
+            die = (
+                f"import os, sys, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+                "print('Loading 5 target models...'); print('Target 0 on cuda:0...')\n"
+                "sys.stdout.write('T'); sys.stdout.flush()\n"
+            )
             script = tmp_path / f"die{i}.py"
             script.write_text(die)
-            subprocess.run(["tmux", "-L", socket, "-f", str(conf), "new-session", "-d", "-s",
-                            "train", "-x", "120", "-y", "30", f"{sys.executable} {script}"],
-                           check=True, timeout=20)
+            subprocess.run(
+                [
+                    "tmux",
+                    "-L",
+                    socket,
+                    "-f",
+                    str(conf),
+                    "new-session",
+                    "-d",
+                    "-s",
+                    "train",
+                    "-x",
+                    "120",
+                    "-y",
+                    "30",
+                    f"{sys.executable} {script}",
+                ],
+                check=True,
+                timeout=20,
+            )
             proc = subprocess.Popen(
-                [sys.executable, "-m", "triage", "watch", "--tmux", "train", "--tmux-socket",
-                 socket, "--no-tui", "--no-snapshot", "--capture", str(tmp_path / f"cap{i}.log")],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "triage",
+                    "watch",
+                    "--tmux",
+                    "train",
+                    "--tmux-socket",
+                    socket,
+                    "--no-tui",
+                    "--no-snapshot",
+                    "--capture",
+                    str(tmp_path / f"cap{i}.log"),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             assert proc.stdout is not None
             assert json.loads(proc.stdout.readline())["event"] == "attached"
             go.touch()

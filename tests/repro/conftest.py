@@ -19,8 +19,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def triage_repro(*args: str, timeout: float = 240) -> tuple[int, dict[str, Any] | None, str]:
     """(exit code, parsed JSON stdout or None, stderr) of `python -m triage repro ARGS`."""
-    p = subprocess.run([sys.executable, "-m", "triage", "repro", *args], capture_output=True,
-                       text=True, timeout=timeout, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "triage", "repro", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
     try:
         data = json.loads(p.stdout) if p.stdout.strip() else None
     except json.JSONDecodeError:

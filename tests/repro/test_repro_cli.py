@@ -12,16 +12,27 @@ def test_list_names_at_least_six_cpu_scenarios(repro):
     cpu = [r for r in rows if r["device"] == "cpu"]
     assert len(cpu) >= 6
     names = {r["name"] for r in rows}
-    assert {"fx-tracing-flag-race", "missing-accelerate", "host-oom-killed", "nan-loss",
-            "dataloader-worker-crash", "truncated-unknown", "nccl-timeout",
-            "checkpoint-save-failed", "cuda-oom"} <= names
+    assert {
+        "fx-tracing-flag-race",
+        "missing-accelerate",
+        "host-oom-killed",
+        "nan-loss",
+        "dataloader-worker-crash",
+        "truncated-unknown",
+        "nccl-timeout",
+        "checkpoint-save-failed",
+        "cuda-oom",
+    } <= names
     for r in rows:
         assert r["expected"] and r["summary"] and r["fix"] and r["failure"]
 
 
 def test_list_console(repro):
-    p = subprocess.run([sys.executable, "-m", "triage", "repro", "--list", "--format", "console"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "triage", "repro", "--list", "--format", "console"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0
     assert "fx-tracing-flag-race" in p.stdout and "cuda" in p.stdout
 
@@ -46,11 +57,13 @@ def test_gpu_scenario_skipped_on_cpu(repro):
 
 
 def test_repro_imports_no_heavy_library():
-    code = ("import sys\n"
-            "from triage.repro import scenarios, cli, runner\n"
-            "assert len(scenarios.all_scenarios()) >= 8\n"
-            "bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'transformers', 'dflash_runtime', 'accelerate')]\n"
-            "print(','.join(bad))\n")
+    code = (
+        "import sys\n"
+        "from triage.repro import scenarios, cli, runner\n"
+        "assert len(scenarios.all_scenarios()) >= 8\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'transformers', 'dflash_runtime', 'accelerate')]\n"
+        "print(','.join(bad))\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == ""

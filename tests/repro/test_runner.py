@@ -15,14 +15,21 @@ PY = sys.executable
 
 
 def _run(tmp_path, code, **kw):
-    return runner.run_command([PY, "-c", textwrap.dedent(code)], cwd=tmp_path,
-                              env=dict(os.environ), log_path=tmp_path / "run.log", **kw)
+    return runner.run_command(
+        [PY, "-c", textwrap.dedent(code)],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        log_path=tmp_path / "run.log",
+        **kw,
+    )
 
 
 @pytest.mark.skipif(not runner.memory_watch_supported(), reason="needs Linux /proc")
 def test_memory_watchdog_sigkills_the_child_past_its_limit(tmp_path):
     # 8 MiB at a time up to 400 MiB, slowly enough that the watchdog sees it pass 120 MiB.
-    run = _run(tmp_path, """
+    run = _run(
+        tmp_path,
+        """
         import time
         print("allocating", flush=True)
         hold = []
@@ -30,7 +37,10 @@ def test_memory_watchdog_sigkills_the_child_past_its_limit(tmp_path):
             hold.append(bytearray(8 << 20))
             time.sleep(0.03)
         print("never killed", flush=True)
-    """, timeout_s=60, rss_limit_mib=120)
+    """,
+        timeout_s=60,
+        rss_limit_mib=120,
+    )
     assert run.killed_by == "memory-watchdog"
     assert run.exit_status == -signal.SIGKILL
     assert "never killed" not in run.log
@@ -44,7 +54,9 @@ def test_memory_watchdog_leaves_a_small_child_alone(tmp_path):
 
 
 def test_file_size_limit_fails_writes_in_the_child_only(tmp_path):
-    run = _run(tmp_path, """
+    run = _run(
+        tmp_path,
+        """
         import sys
         try:
             with open("big.bin", "wb") as f:
@@ -52,7 +64,10 @@ def test_file_size_limit_fails_writes_in_the_child_only(tmp_path):
         except OSError as e:
             print("write failed:", e.strerror, flush=True)
             sys.exit(1)
-    """, timeout_s=30, fsize=16 * 1024)
+    """,
+        timeout_s=30,
+        fsize=16 * 1024,
+    )
     assert run.exit_status == 1
     assert "write failed: File too large" in run.log
     # The parent (which wrote run.log) had no limit.
@@ -62,24 +77,32 @@ def test_file_size_limit_fails_writes_in_the_child_only(tmp_path):
 
 
 def test_timeout_kills_the_process_group(tmp_path):
-    run = _run(tmp_path, """
+    run = _run(
+        tmp_path,
+        """
         import subprocess, sys, time
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         print("sleeping", flush=True)
         time.sleep(60)
-    """, timeout_s=2)
+    """,
+        timeout_s=2,
+    )
     assert run.killed_by == "timeout"
     assert run.exit_status == -signal.SIGKILL
     assert run.seconds < 30
 
 
 def test_log_is_merged_and_byte_exact(tmp_path):
-    run = _run(tmp_path, """
+    run = _run(
+        tmp_path,
+        """
         import sys
         sys.stdout.write("out\\n"); sys.stdout.flush()
         sys.stderr.write("err\\n"); sys.stderr.flush()
         sys.stdout.buffer.write(b"caf\\xc3\\xa9 no newline"); sys.stdout.flush()
-    """, timeout_s=30)
+    """,
+        timeout_s=30,
+    )
     data = (tmp_path / "run.log").read_bytes()
     assert data == b"out\nerr\ncaf\xc3\xa9 no newline"
     assert run.log.endswith("café no newline")

@@ -9,10 +9,17 @@ import pytest
 # The scenarios run the real libraries: without the runtime extra there is nothing to run.
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "accelerate")),
-    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')")
+    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')",
+)
 
-OTHER_CPU = ["host-oom-killed", "nan-loss", "dataloader-worker-crash", "truncated-unknown",
-             "nccl-timeout", "checkpoint-save-failed"]
+OTHER_CPU = [
+    "host-oom-killed",
+    "nan-loss",
+    "dataloader-worker-crash",
+    "truncated-unknown",
+    "nccl-timeout",
+    "checkpoint-save-failed",
+]
 
 
 @pytest.mark.slow

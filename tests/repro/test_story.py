@@ -13,10 +13,10 @@ import pytest
 # The scenarios run the real libraries: without the runtime extra there is nothing to run.
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "accelerate")),
-    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')")
+    reason="needs torch, transformers and accelerate (pip install -e '.[runtime]')",
+)
 
-KEYS = {"scenario", "expected", "reproduced", "diagnosed", "fixed", "log", "seconds",
-        "exit_status"}
+KEYS = {"scenario", "expected", "reproduced", "diagnosed", "fixed", "log", "seconds", "exit_status"}
 
 
 def _torch_has_session_flag() -> bool:
@@ -51,8 +51,9 @@ def test_fx_race_fixed_by_warming_every_shape_first(repro):
 
 
 def test_missing_accelerate_reproduced_diagnosed_and_recorded(repro, tmp_path):
-    code, out, err = repro("missing-accelerate", "--keep", str(tmp_path / "runs"),
-                           "--record", str(tmp_path / "fixtures"))
+    code, out, err = repro(
+        "missing-accelerate", "--keep", str(tmp_path / "runs"), "--record", str(tmp_path / "fixtures")
+    )
     assert out is not None, err
     assert code == 0, out
     assert out["reproduced"] is True
@@ -71,8 +72,11 @@ def test_missing_accelerate_reproduced_diagnosed_and_recorded(repro, tmp_path):
     assert "triage repro missing-accelerate" in exp["source"] and "torch" in exp["source"]
     assert exp["diagnoses"][0]["signature"] == "missing-accelerate"
     assert (made[0] / "input.log").read_bytes() == log.read_bytes()
-    chk = subprocess.run([sys.executable, "-m", "triage", "fixtures", "check",
-                          str(tmp_path / "fixtures")], capture_output=True, text=True)
+    chk = subprocess.run(
+        [sys.executable, "-m", "triage", "fixtures", "check", str(tmp_path / "fixtures")],
+        capture_output=True,
+        text=True,
+    )
     assert chk.returncode == 0, chk.stdout + chk.stderr
 
 

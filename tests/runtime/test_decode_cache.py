@@ -10,15 +10,12 @@ from dflash_runtime.decode import greedy_generate, measure_speedup, speculative_
 from dflash_runtime.drafter import Drafter
 
 
-def test_kv_cache_decoding_matches_recompute_and_target_greedy(
-    cfg: Config, target: torch.nn.Module
-) -> None:
+def test_kv_cache_decoding_matches_recompute_and_target_greedy(cfg: Config, target: torch.nn.Module) -> None:
     torch.manual_seed(1)
     drafter = Drafter(cfg, target).eval()
     for prompt in eval_prompts(cfg, seed=5)[:2]:
         cached = speculative_generate(target, drafter, prompt, cfg.eval_new_tokens, cfg)
-        plain = speculative_generate(target, drafter, prompt, cfg.eval_new_tokens, cfg,
-                                     kv_cache=False)
+        plain = speculative_generate(target, drafter, prompt, cfg.eval_new_tokens, cfg, kv_cache=False)
         assert cached.tokens == plain.tokens and cached.per_cycle == plain.per_cycle
         greedy = greedy_generate(target, prompt, cfg.eval_new_tokens)
         assert cached.tokens == greedy

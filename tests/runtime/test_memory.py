@@ -13,17 +13,14 @@ from dflash_runtime.target import target_features
 from dflash_runtime.train import forward_loss
 
 
-def test_chunked_head_and_checkpointing_match_the_plain_step(
-    cfg: Config, target: torch.nn.Module
-) -> None:
+def test_chunked_head_and_checkpointing_match_the_plain_step(cfg: Config, target: torch.nn.Module) -> None:
     batch = next(iter(make_loader(cfg, seed=1)))
     feats, _ = target_features(target, batch["input_ids"], cfg.target_layer_ids)
     results = []
     for variant in (cfg, cfg.replace(head_chunk=24, activation_checkpointing=True)):
         torch.manual_seed(0)
         drafter = Drafter(variant, target)
-        res = forward_loss(drafter, feats, batch, variant, torch.Generator().manual_seed(2),
-                           "sdpa")
+        res = forward_loss(drafter, feats, batch, variant, torch.Generator().manual_seed(2), "sdpa")
         res.loss.backward()
         grads = [p.grad.clone() for p in drafter.parameters() if p.requires_grad]
         results.append((res.loss.item(), res.acc, grads))

@@ -14,8 +14,21 @@ from safetensors.torch import load_file
 from dflash_runtime.checkpoint import reference_name, runtime_name
 from dflash_runtime.cli import main
 
-ARGS = ["train", "--preset", "tiny", "--steps", "8", "--attention", "sdpa", "--seed", "0",
-        "--eval-prompts", "0", "--target-pretrain-steps", "0"]
+ARGS = [
+    "train",
+    "--preset",
+    "tiny",
+    "--steps",
+    "8",
+    "--attention",
+    "sdpa",
+    "--seed",
+    "0",
+    "--eval-prompts",
+    "0",
+    "--target-pretrain-steps",
+    "0",
+]
 
 
 def train(*extra: str) -> dict[int, str]:
@@ -45,17 +58,22 @@ def test_checkpoint_saved_at_step_n_resumes_on_the_same_loss_curve(
 
 def test_checkpoint_has_the_reference_layout(first_run: tuple[Path, dict[int, str]]) -> None:
     folder = first_run[0] / "step_4"
-    assert {p.name for p in folder.iterdir()} == {
-        "config.json", "model.safetensors", "training_state.pt"}
+    assert {p.name for p in folder.iterdir()} == {"config.json", "model.safetensors", "training_state.pt"}
     config = json.loads((folder / "config.json").read_text())
     assert config["architectures"] == ["DFlashDraftModel"]
     assert config["dflash_config"]["mask_token_id"] == 255
     assert config["dflash_config"]["target_layer_ids"] == [1, 3]
     assert config["block_size"] == 8 and config["num_hidden_layers"] == 2
     names = set(load_file(str(folder / "model.safetensors")))
-    assert {"fc.weight", "hidden_norm.weight", "norm.weight",
-            "layers.0.self_attn.q_proj.weight", "layers.1.self_attn.k_norm.weight",
-            "layers.0.mlp.gate_proj.weight", "layers.0.input_layernorm.weight"} <= names
+    assert {
+        "fc.weight",
+        "hidden_norm.weight",
+        "norm.weight",
+        "layers.0.self_attn.q_proj.weight",
+        "layers.1.self_attn.k_norm.weight",
+        "layers.0.mlp.gate_proj.weight",
+        "layers.0.input_layernorm.weight",
+    } <= names
     assert not any(n.startswith(("embed", "lm_head")) for n in names)  # the target's
 
 

@@ -38,8 +38,7 @@ def train_and_measure(cfg: Config, target: torch.nn.Module) -> float:
     """Train a drafter with the runtime's own loop for cfg.steps; its acceptance length."""
     torch.manual_seed(1)
     drafter = Drafter(cfg, target)
-    train_threads(cfg, Placement(), [target], [drafter], iter(make_loader(cfg, seed=7)),
-                  lambda *_: None)
+    train_threads(cfg, Placement(), [target], [drafter], iter(make_loader(cfg, seed=7)), lambda *_: None)
     return evaluate(target, drafter, eval_prompts(cfg, cfg.seed), cfg)[0]
 
 

@@ -27,8 +27,13 @@ class TmuxServer:
     conf: Path
 
     def run(self, *args: str, check: bool = True) -> str:
-        p = subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), *args],
-                           capture_output=True, text=True, timeout=20, check=False)
+        p = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", str(self.conf), *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
         if check and p.returncode != 0:
             raise AssertionError(f"tmux {args}: {p.stderr}")
         return p.stdout
@@ -59,8 +64,9 @@ def watch_cmd(*args: str) -> list[str]:
 def start_watch(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.Popen(watch_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=e)
+    return subprocess.Popen(
+        watch_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e
+    )
 
 
 def events_of(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[list[dict], str, int]:

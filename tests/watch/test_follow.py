@@ -72,8 +72,7 @@ def test_splitter_bounds_a_line_that_never_ends() -> None:
 
 
 def test_missing_tail_aligns_on_the_last_lines() -> None:
-    screen = ["step 1", "step 2", "step 3", "Traceback (most recent call last):", "  x",
-              "RuntimeError: boom"]
+    screen = ["step 1", "step 2", "step 3", "Traceback (most recent call last):", "  x", "RuntimeError: boom"]
     assert missing_tail(screen, ["step 1", "step 2", "step 3"]) == screen[3:]
     assert missing_tail(screen, screen) == []
     # cannot align (the screen renders differently): add nothing rather than repeat

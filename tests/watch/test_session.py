@@ -17,8 +17,10 @@ from triage.watch.follow import LineSplitter
 from triage.watch.live import LiveTriage
 from triage.watch.session import FileSource, WatchSession
 
-FX = ("RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized "
-      "function. This is not supported at the moment.")
+FX = (
+    "RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized "
+    "function. This is not supported at the moment."
+)
 
 
 class Clock:
@@ -32,8 +34,12 @@ class Clock:
 @pytest.fixture(scope="module")
 def fx_log(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The real output of scripts/fx_steps.py (a Python traceback) for 400 steps."""
-    p = subprocess.run([__import__("sys").executable, str(SCRIPTS / "fx_steps.py"), "400"],
-                       capture_output=True, timeout=60, check=False)
+    p = subprocess.run(
+        [__import__("sys").executable, str(SCRIPTS / "fx_steps.py"), "400"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     return p.stdout + p.stderr
 
 
@@ -41,12 +47,13 @@ def test_live_diagnoses_do_not_depend_on_chunking(fx_log: bytes, tmp_path: Path)
     rules = get_rules()
     whole = tmp_path / "whole.log"
     whole.write_bytes(fx_log)
-    full = [d.signature for d in analyze([str(whole)], rules=rules).diagnoses
-            if d.evidence and d.evidence[0].line]
+    full = [
+        d.signature for d in analyze([str(whole)], rules=rules).diagnoses if d.evidence and d.evidence[0].line
+    ]
     for size in (1, 7, 64, 4096, len(fx_log)):
         live, sp = LiveTriage(rules, "x"), LineSplitter()
         for i in range(0, len(fx_log), size):
-            live.feed(*sp.feed(fx_log[i:i + size]))
+            live.feed(*sp.feed(fx_log[i : i + size]))
         got = [d.signature for d in live.diagnoses().diagnoses]
         assert got == full, size
         assert got[0] == "fx-tracing-flag-race"
@@ -76,8 +83,7 @@ def test_stall_then_resume_with_a_fake_clock(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     log.write_bytes(b"")
     clock = Clock()
-    s = WatchSession(FileSource(log), clock=clock, snapshot=False, stall_factor=10,
-                     min_stall=5)
+    s = WatchSession(FileSource(log), clock=clock, snapshot=False, stall_factor=10, min_stall=5)
     s.start()
     with log.open("ab") as w:
         for i in range(1, 11):
@@ -118,8 +124,7 @@ def test_cli_follows_a_file_until_terminated(fx_log: bytes, tmp_path: Path, vali
     log = tmp_path / "train.log"
     log.write_bytes(b"step 1 loss 2.0\n")
     hook_out = tmp_path / "hook.json"
-    proc = start_watch(str(log), "--no-tui", "--poll", "0.05",
-                       "--on-diagnosis", f"cat > {hook_out}")
+    proc = start_watch(str(log), "--no-tui", "--poll", "0.05", "--on-diagnosis", f"cat > {hook_out}")
     wait_for(lambda: proc.stdout is not None and log.exists(), timeout=5)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert json.loads(line)["event"] == "attached"
@@ -137,9 +142,12 @@ def test_cli_follows_a_file_until_terminated(fx_log: bytes, tmp_path: Path, vali
 
 
 def test_cli_usage_errors_are_one_line(tmp_path: Path) -> None:
-    for args in ([], [str(tmp_path / "a.log"), "--tmux", "x"],
-                 [str(tmp_path / "a.log"), "--capture", str(tmp_path / "c.log")],
-                 [str(tmp_path)]):
+    for args in (
+        [],
+        [str(tmp_path / "a.log"), "--tmux", "x"],
+        [str(tmp_path / "a.log"), "--capture", str(tmp_path / "c.log")],
+        [str(tmp_path)],
+    ):
         proc = start_watch(*args, "--no-tui")
         events, err, rc = events_of(proc, timeout=30)
         assert rc == 2 and events == [] and err.count("\n") == 1, (args, err)
@@ -151,8 +159,9 @@ def test_a_stall_is_a_live_training_hang(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     log.write_bytes(b"")
     clock = Clock()
-    s = WatchSession(FileSource(log), clock=clock, snapshot=False, stall_factor=10,
-                     min_stall=5, report_interval=0)
+    s = WatchSession(
+        FileSource(log), clock=clock, snapshot=False, stall_factor=10, min_stall=5, report_interval=0
+    )
     s.start()
     with log.open("ab") as w:
         for i in range(1, 11):
@@ -201,8 +210,10 @@ def test_how_the_watched_run_ended_is_reasoned_about() -> None:
     term = analyze_text(CUT_LOG, facts={**seen, "run.signal": "SIGTERM", "run.exit_status": -15})
     assert term.diagnoses[0].signature == "killed-by-signal"
 
-    ok = analyze_text(CUT_LOG + "\nRuntimeError: CUDA error: out of memory\nstep 3 loss 1.8\n",
-                      facts={**seen, "run.exit_status": 0})
+    ok = analyze_text(
+        CUT_LOG + "\nRuntimeError: CUDA error: out of memory\nstep 3 loss 1.8\n",
+        facts={**seen, "run.exit_status": 0},
+    )
     assert all(d.confidence.label == "possible" for d in ok.diagnoses)
     assert any("status 0" in e.text for d in ok.diagnoses for e in d.counter_evidence)
     assert "truncated-unknown" in [r.signature for r in ok.ruled_out]

@@ -28,8 +28,9 @@ def test_fx_run_is_captured_whole_and_diagnosed(tmux: TmuxServer, tmp_path: Path
     # the run pauses after its first third until the watcher is attached: a third in the
     # scrollback, the rest live, however slowly the watcher starts on a loaded machine
     tmux.new_session("train", f"FX_STEPS_GO={go} {PY} {SCRIPTS / 'fx_steps.py'} 3000")
-    proc = start_watch("--tmux", "train", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--capture", str(cap), "--no-snapshot")
+    proc = start_watch(
+        "--tmux", "train", "--tmux-socket", tmux.socket, "--no-tui", "--capture", str(cap), "--no-snapshot"
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     go.touch()
@@ -44,8 +45,11 @@ def test_fx_run_is_captured_whole_and_diagnosed(tmux: TmuxServer, tmp_path: Path
     assert sorted(steps) == list(range(1, 3001)), "every step line exactly once"
     assert steps == sorted(steps), "in order"
 
-    diag = [i for i, e in enumerate(events) if e["event"] == "diagnosis"
-            and e["diagnosis"]["signature"] == "fx-tracing-flag-race"]
+    diag = [
+        i
+        for i, e in enumerate(events)
+        if e["event"] == "diagnosis" and e["diagnosis"]["signature"] == "fx-tracing-flag-race"
+    ]
     ended = [i for i, e in enumerate(events) if e["event"] == "ended"]
     assert diag and ended and diag[0] < ended[0]
     d = events[diag[0]]["diagnosis"]
@@ -66,8 +70,9 @@ def test_killed_pane_keeps_every_printed_line(tmux: TmuxServer, tmp_path: Path) 
     cap, counter = tmp_path / "cap.log", tmp_path / "count.bin"
     tmux.run("new-session", "-d", "-s", "keep", "-x", "100", "-y", "20", "sleep 600")
     tmux.run("new-window", "-d", "-t", "keep:", "-n", "w", f"{PY} {SCRIPTS / 'counter.py'} {counter}")
-    proc = start_watch("--tmux", "keep:w.0", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--capture", str(cap), "--no-snapshot")
+    proc = start_watch(
+        "--tmux", "keep:w.0", "--tmux-socket", tmux.socket, "--no-tui", "--capture", str(cap), "--no-snapshot"
+    )
 
     def printed() -> int:
         data = counter.read_bytes() if counter.exists() else b""
@@ -100,11 +105,11 @@ def test_killed_pane_keeps_every_printed_line(tmux: TmuxServer, tmp_path: Path) 
 def test_user_remain_on_exit_and_pipe_are_respected(tmux: TmuxServer, tmp_path: Path) -> None:
     cap = tmp_path / "cap.log"
     tmux.run("new-session", "-d", "-s", "keep", "sleep 600")
-    tmux.run("new-window", "-d", "-t", "keep:", "-n", "w",
-             "printf 'hello\\nlast words'; sleep 1; exit 3")
+    tmux.run("new-window", "-d", "-t", "keep:", "-n", "w", "printf 'hello\\nlast words'; sleep 1; exit 3")
     tmux.run("set-option", "-w", "-t", "keep:w", "remain-on-exit", "on")  # the user's choice
-    proc = start_watch("--tmux", "keep:w", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--capture", str(cap), "--no-snapshot")
+    proc = start_watch(
+        "--tmux", "keep:w", "--tmux-socket", tmux.socket, "--no-tui", "--capture", str(cap), "--no-snapshot"
+    )
     events, err, rc = events_of(proc)
     assert rc == 0, err
     assert capture_lines(cap)[-2:] == ["hello", "last words"]
@@ -141,8 +146,16 @@ def _pipe_processes(cap: Path, wait: float = 2.0) -> list[int]:
 def test_refuses_a_pane_that_already_has_a_pipe(tmux: TmuxServer, tmp_path: Path) -> None:
     tmux.new_session("p", "sleep 600")
     tmux.run("pipe-pane", "-t", "p", f"cat >> {tmp_path / 'theirs.log'}")
-    proc = start_watch("--tmux", "p", "--tmux-socket", tmux.socket, "--no-tui", "--no-snapshot",
-                       "--capture", str(tmp_path / "cap.log"))
+    proc = start_watch(
+        "--tmux",
+        "p",
+        "--tmux-socket",
+        tmux.socket,
+        "--no-tui",
+        "--no-snapshot",
+        "--capture",
+        str(tmp_path / "cap.log"),
+    )
     events, err, rc = events_of(proc, timeout=30)
     assert rc == 2 and events == []
     assert err.count("\n") == 1 and "already has a pipe-pane" in err
@@ -151,8 +164,16 @@ def test_refuses_a_pane_that_already_has_a_pipe(tmux: TmuxServer, tmp_path: Path
 
 def test_missing_target_is_a_one_line_error(tmux: TmuxServer, tmp_path: Path) -> None:
     tmux.new_session("p", "sleep 600")
-    proc = start_watch("--tmux", "nope", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--no-snapshot", "--capture", str(tmp_path / "cap.log"))
+    proc = start_watch(
+        "--tmux",
+        "nope",
+        "--tmux-socket",
+        tmux.socket,
+        "--no-tui",
+        "--no-snapshot",
+        "--capture",
+        str(tmp_path / "cap.log"),
+    )
     events, err, rc = events_of(proc, timeout=30)
     assert rc == 2 and events == [] and "Traceback" not in err
     assert "nope" in err and err.count("\n") == 1
@@ -160,9 +181,13 @@ def test_missing_target_is_a_one_line_error(tmux: TmuxServer, tmp_path: Path) ->
 
 def test_interrupt_stops_the_pipe_and_restores_options(tmux: TmuxServer, tmp_path: Path) -> None:
     cap = tmp_path / "cap.log"
-    tmux.new_session("live", f"{PY} -c \"import time\nfor i in range(10**6): print('step', i, 'loss 1.0', flush=True); time.sleep(0.01)\"")
-    proc = start_watch("--tmux", "live", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--no-snapshot", "--capture", str(cap))
+    tmux.new_session(
+        "live",
+        f"{PY} -c \"import time\nfor i in range(10**6): print('step', i, 'loss 1.0', flush=True); time.sleep(0.01)\"",
+    )
+    proc = start_watch(
+        "--tmux", "live", "--tmux-socket", tmux.socket, "--no-tui", "--no-snapshot", "--capture", str(cap)
+    )
     wait_for(lambda: cap.exists() and cap.stat().st_size > 500)
     assert tmux.run("display", "-p", "-t", "live", "#{pane_pipe}").strip() == "1"
     assert tmux.run("show-options", "-p", "-v", "-t", "live", "remain-on-exit").strip() == "on"
@@ -178,7 +203,6 @@ def test_interrupt_stops_the_pipe_and_restores_options(tmux: TmuxServer, tmp_pat
     assert cap.stat().st_size == size  # nothing appends to the capture any more
 
 
-
 def _kill_when_cut(tmux: TmuxServer, cap: Path, target: str = "story") -> int:
     """SIGKILL the pane's process once the story's cut-off last line is in the capture."""
     wait_for(lambda: cap.exists() and b"Target 0 on cuda:0... T" in cap.read_bytes(), timeout=30)
@@ -186,14 +210,25 @@ def _kill_when_cut(tmux: TmuxServer, cap: Path, target: str = "story") -> int:
     os.kill(pid, signal.SIGKILL)
     return pid
 
+
 def test_sigkilled_pane_is_evidence_in_the_final_report(tmux: TmuxServer, tmp_path: Path) -> None:
     """The dead pane of the story: SIGKILL with the whole output captured and no error in
     it. The exit signal is evidence, the lead hypothesis uses it, and the report does not
     say stderr was probably not captured (it was)."""
     cap = tmp_path / "cap.log"
     tmux.new_session("story", f"{PY} {SCRIPTS / 'story_steps.py'} 5 0.3")
-    proc = start_watch("--tmux", "story", "--tmux-socket", tmux.socket, "--no-tui",
-                       "--capture", str(cap), "--no-snapshot", "--poll", "0.1")
+    proc = start_watch(
+        "--tmux",
+        "story",
+        "--tmux-socket",
+        tmux.socket,
+        "--no-tui",
+        "--capture",
+        str(cap),
+        "--no-snapshot",
+        "--poll",
+        "0.1",
+    )
     _kill_when_cut(tmux, cap)
     events, err, rc = events_of(proc)
     assert rc == 0, err

@@ -30,8 +30,12 @@ class NoGpus:
 
 def fx_run(tmp_path: Path, steps: int = 300) -> Path:
     """The real output of scripts/fx_steps.py: step lines, then the FX RuntimeError."""
-    p = subprocess.run([sys.executable, str(SCRIPTS / "fx_steps.py"), str(steps)],
-                       capture_output=True, timeout=60, check=False)
+    p = subprocess.run(
+        [sys.executable, str(SCRIPTS / "fx_steps.py"), str(steps)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     log = tmp_path / "train.log"
     # the traceback's file paths name the checkout; make them stable for the snapshot
     log.write_bytes((p.stdout + p.stderr).replace(str(SCRIPTS).encode(), b"/scripts"))
@@ -39,8 +43,13 @@ def fx_run(tmp_path: Path, steps: int = 300) -> Path:
 
 
 def make_app(log: Path) -> WatchApp:
-    session = WatchSession(FileSource(log), snapshot=False, gpus=NoGpus(),  # type: ignore[arg-type]
-                           clock=lambda: 100.0, report_interval=0)
+    session = WatchSession(
+        FileSource(log),
+        snapshot=False,
+        gpus=NoGpus(),  # type: ignore[arg-type]
+        clock=lambda: 100.0,
+        report_interval=0,
+    )
     return WatchApp(session, clock=lambda: 100.0, clock_text=False, timers=False)
 
 
@@ -78,8 +87,10 @@ async def _test_tui_shows_the_run_and_its_diagnosis(tmp_path: Path) -> None:
         await pilot.press(*"step 150 ")
         await pilot.press("enter")
         await pilot.pause()
-        assert app.search_at is not None and "step 150 " in dict(
-            (ln, t) for ln, t in log.rows if ln)[app.search_at] + " "
+        assert (
+            app.search_at is not None
+            and "step 150 " in dict((ln, t) for ln, t in log.rows if ln)[app.search_at] + " "
+        )
         await pilot.press("escape")
         await pilot.pause()
         assert log.auto_scroll is True
@@ -174,8 +185,7 @@ async def _tui_on_a_sigkilled_pane(tmux, tmp_path: Path) -> None:
 
     tmux.new_session("story", f"{PY} {SCRIPTS / 'story_steps.py'} 5 0.3")
     cap = tmp_path / "cap.log"
-    session = WatchSession(TmuxSource("story", cap, socket=tmux.socket), snapshot=False,
-                           gpus=NoGpus())  # type: ignore[arg-type]
+    session = WatchSession(TmuxSource("story", cap, socket=tmux.socket), snapshot=False, gpus=NoGpus())  # type: ignore[arg-type]
     app = WatchApp(session, timers=False)
     async with app.run_test(size=(140, 50)) as pilot:
         deadline = time.monotonic() + 30
@@ -242,5 +252,4 @@ def test_the_header_stops_its_clock_and_shows_a_hang() -> None:
     done = status_text("train", "%1", run, now=999.0).plain
     assert "ran 00:00:40" in done and done.endswith("ended: exit -9 (SIGKILL)")
     run.ended = Ended(None, 12, "cap.log", None, "pane-closed")
-    assert status_text("t", None, run, now=999.0).plain.endswith(
-        "ended: pane-closed (exit status unknown)")
+    assert status_text("t", None, run, now=999.0).plain.endswith("ended: pane-closed (exit status unknown)")

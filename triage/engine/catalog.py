@@ -71,12 +71,14 @@ def coverage(extra: list[Path] | None = None) -> list[dict[str, Any]]:
     cats = dict(SIGNATURES)
     for sid in ids:
         r = rules.get(sid)
-        rows.append({
-            "signature": sid,
-            "category": r.category if r else cats.get(sid),
-            "rule": str(Path(r.path).parent.name + "/" + Path(r.path).name) if r else None,
-            "title": r.title if r else None,
-            "fixtures": counts.get(sid, 0),
-            "canonical": sid in CANONICAL,
-        })
+        rows.append(
+            {
+                "signature": sid,
+                "category": r.category if r else cats.get(sid),
+                "rule": str(Path(r.path).parent.name + "/" + Path(r.path).name) if r else None,
+                "title": r.title if r else None,
+                "fixtures": counts.get(sid, 0),
+                "canonical": sid in CANONICAL,
+            }
+        )
     return rows

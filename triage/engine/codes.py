@@ -86,8 +86,11 @@ def code_table(name: str) -> CodeTable:
         lits = pat.get("literal") if isinstance(pat, dict) else None
         if isinstance(lits, str):
             lits = [lits]
-        if not isinstance(lits, list) or not lits or not all(isinstance(x, str) and len(x) >= 4
-                                                           for x in lits):
+        if (
+            not isinstance(lits, list)
+            or not lits
+            or not all(isinstance(x, str) and len(x) >= 4 for x in lits)
+        ):
             raise RuleError(p, "pattern.literal", "required: selective literals (>= 4 chars)")
         literals = tuple(lits)
         pattern = compile_code_regex(pat.get("regex"), p, "pattern.regex", False)
@@ -115,13 +118,17 @@ def parse_select(src: Any, table: CodeTable, p: str, key: str) -> tuple[tuple[st
     a clause whose selection is empty could never fire.
     """
     if not isinstance(src, dict) or not src:
-        raise RuleError(p, key, f"required: the rows of table {table.name} this clause owns, "
-                                "e.g. { signature = \"...\" }")
+        raise RuleError(
+            p, key, f'required: the rows of table {table.name} this clause owns, e.g. {{ signature = "..." }}'
+        )
     out: list[tuple[str, tuple[str, ...]]] = []
     for k, v in src.items():
         if k not in table.fields:
-            raise RuleError(p, f"{key}", f"table {table.name} has no field {k!r} "
-                                         f"(fields: {', '.join(sorted(table.fields))})")
+            raise RuleError(
+                p,
+                f"{key}",
+                f"table {table.name} has no field {k!r} (fields: {', '.join(sorted(table.fields))})",
+            )
         vals = v if isinstance(v, list) else [v]
         if not vals or not all(isinstance(x, str) for x in vals):
             raise RuleError(p, f"{key}.{k}", "must be a string or a list of strings")

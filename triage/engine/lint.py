@@ -58,8 +58,26 @@ def check_rule_examples(rule: Rule) -> list[str]:
     return out
 
 
-COMMON_WORDS = {"error", "warning", "exception", "failed", "info", "step", "loss", "rank",
-                "cuda", "nccl", "torch", "with", "from", "that", "this", "true", "false", "none"}
+COMMON_WORDS = {
+    "error",
+    "warning",
+    "exception",
+    "failed",
+    "info",
+    "step",
+    "loss",
+    "rank",
+    "cuda",
+    "nccl",
+    "torch",
+    "with",
+    "from",
+    "that",
+    "this",
+    "true",
+    "false",
+    "none",
+}
 MAX_HEALTHY_HIT_RATE = 0.02
 
 
@@ -83,8 +101,9 @@ def lint(extra: list[Path], *, include_default: bool = True) -> list[str]:
 MAX_NOISE_RATE = 1e-4
 
 
-def noise_selectivity(rules: list[Rule], lines: list[str] | None = None, *,
-                      include_structure: bool = True) -> list[str]:
+def noise_selectivity(
+    rules: list[Rule], lines: list[str] | None = None, *, include_structure: bool = True
+) -> list[str]:
     """How often each literal makes a fast-path window on the noise corpus of healthy
     logs (triage/engine/noise.py): a clause whose regex has a native form
     (`native_superset`) makes one only where that pattern matches too, so a common
@@ -112,13 +131,21 @@ def noise_selectivity(rules: list[Rule], lines: list[str] | None = None, *,
         for lit in STRUCTURE_LITERALS:
             n = len(starts(lit, False))
             if n > limit:
-                out.append(f"triage/structure/tables.py: STRUCTURE_LITERALS: {lit!r} is on {n} of "
-                           f"{len(text)} noise lines ({_rate(n, len(text))}; at most 1 in 10,000)")
+                out.append(
+                    f"triage/structure/tables.py: STRUCTURE_LITERALS: {lit!r} is on {n} of "
+                    f"{len(text)} noise lines ({_rate(n, len(text))}; at most 1 in 10,000)"
+                )
     for r in rules:
-        items = [(f"match[{c.index}]", c.literals, c.icase, c.pattern)
-                 for c in r.clauses if c.kind in ("line", "code")]
-        items += [(f"unless[{i}]", u.literals, u.icase, u.pattern)
-                  for i, u in enumerate(r.unless) if u.scope == "log"]
+        items = [
+            (f"match[{c.index}]", c.literals, c.icase, c.pattern)
+            for c in r.clauses
+            if c.kind in ("line", "code")
+        ]
+        items += [
+            (f"unless[{i}]", u.literals, u.icase, u.pattern)
+            for i, u in enumerate(r.unless)
+            if u.scope == "log"
+        ]
         for key, lits, icase, pattern in items:
             native = native_superset(pattern.pattern) if pattern is not None else None
             confirm = None
@@ -133,13 +160,18 @@ def noise_selectivity(rules: list[Rule], lines: list[str] | None = None, *,
                     hits = [s for s in hits if confirm.search(buf, s, _line_end(buf, s))]
                     what = "with its regex matching"
                 else:
-                    what = "(its regex has no native form, so every hit is a window)" \
-                        if pattern is not None else ""
+                    what = (
+                        "(its regex has no native form, so every hit is a window)"
+                        if pattern is not None
+                        else ""
+                    )
                 if len(hits) > limit:
-                    first = buf[hits[0]:_line_end(buf, hits[0])].decode(errors="replace")[:120]
-                    out.append(f"{r.path}: {key}.literal: {lit!r} is on {len(hits)} of {len(text)} "
-                               f"noise lines {what} ({_rate(len(hits), len(text))}; at most 1 in "
-                               f"10,000), e.g. {first!r}".replace("  ", " "))
+                    first = buf[hits[0] : _line_end(buf, hits[0])].decode(errors="replace")[:120]
+                    out.append(
+                        f"{r.path}: {key}.literal: {lit!r} is on {len(hits)} of {len(text)} "
+                        f"noise lines {what} ({_rate(len(hits), len(text))}; at most 1 in "
+                        f"10,000), e.g. {first!r}".replace("  ", " ")
+                    )
     return out
 
 
@@ -186,16 +218,17 @@ def _selectivity(rules: list[Rule]) -> list[str]:
         for c in r.clauses:
             for lit in c.literals:
                 if lit.strip().lower() in COMMON_WORDS:
-                    out.append(f"{r.path}: match[{c.index}].literal: {lit!r} is a common word, "
-                               "not selective")
+                    out.append(f"{r.path}: match[{c.index}].literal: {lit!r} is a common word, not selective")
                     continue
                 if healthy:
                     hay = (x.lower() for x in healthy) if c.icase else iter(healthy)
                     needle = lit.lower() if c.icase else lit
                     hits = sum(1 for x in hay if needle in x)
                     if hits > 3 and hits / len(healthy) > MAX_HEALTHY_HIT_RATE:
-                        out.append(f"{r.path}: match[{c.index}].literal: {lit!r} is on {hits} of "
-                                   f"{len(healthy)} healthy lines (> {MAX_HEALTHY_HIT_RATE:.0%})")
+                        out.append(
+                            f"{r.path}: match[{c.index}].literal: {lit!r} is on {hits} of "
+                            f"{len(healthy)} healthy lines (> {MAX_HEALTHY_HIT_RATE:.0%})"
+                        )
     return out
 
 

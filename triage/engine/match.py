@@ -69,8 +69,12 @@ class Prefilter:
             found = {i for i, _s, _e in ac.find_matches_as_indexes(text.lower(), overlapping=True)}
             if not found:
                 return []
-            picked = [(order, targets) for i in found for order, exact, targets in entries[i]
-                      if exact is None or exact in text]
+            picked = [
+                (order, targets)
+                for i in found
+                for order, exact, targets in entries[i]
+                if exact is None or exact in text
+            ]
             picked.sort(key=lambda x: x[0])
             return [t for _o, targets in picked for t in targets]
         out: list[Any] = []
@@ -109,8 +113,9 @@ class Matcher:
         self.prefilter = Prefilter(lits, ilits)
         # lines kept per source: the evidence's context, and as far back as a multi-line
         # clause looks for its companion
-        self._window = max([CONTEXT] + [c.near.within for r in rules for c in r.clauses
-                                        if c.near is not None])
+        self._window = max(
+            [CONTEXT] + [c.near.within for r in rules for c in r.clauses if c.near is not None]
+        )
         self.findings: list[Finding] = []
         self._count: dict[str, int] = {}
         self._at: dict[tuple[str, str | None, int], int] = {}  # (rule, source, line) -> finding
@@ -131,7 +136,8 @@ class Matcher:
         confirm: list[Confirm] = []
         for r in self.rules.values():
             items: list[tuple[tuple[str, ...], bool, Any]] = [
-                (c.literals, c.icase, c.pattern) for c in r.clauses if c.kind in ("line", "code")]
+                (c.literals, c.icase, c.pattern) for c in r.clauses if c.kind in ("line", "code")
+            ]
             items += [(u.literals, u.icase, u.pattern) for u in r.unless if u.scope == "log"]
             for lits, icase, pattern in items:
                 native = native_superset(pattern.pattern) if pattern is not None else None
@@ -187,11 +193,22 @@ class Matcher:
             self._code_or_near(c, line, ctx, recent, m)
             return
         conf = Confidence.POSSIBLE if phase is not None and phase in rule.hint_in_phase else c.confidence
-        self._add(Finding(c.rule_id, conf, Evidence.from_line(line, ctx), _order(line),
-                          c.name or f"match[{c.index}]", line.ts, "line", _groups(m)))
+        self._add(
+            Finding(
+                c.rule_id,
+                conf,
+                Evidence.from_line(line, ctx),
+                _order(line),
+                c.name or f"match[{c.index}]",
+                line.ts,
+                "line",
+                _groups(m),
+            )
+        )
 
-    def _code_or_near(self, c: Clause, line: Line, ctx: tuple[str, ...],
-                      recent: tuple[str, ...], m: Any) -> None:
+    def _code_or_near(
+        self, c: Clause, line: Line, ctx: tuple[str, ...], recent: tuple[str, ...], m: Any
+    ) -> None:
         """A code clause fires for the codes it owns in its table, no more sure than the
         code says, and its evidence names what the code means; a multi-line clause fires
         only with its companion line just before."""
@@ -211,8 +228,9 @@ class Matcher:
             row = c.table.rows.get(code, {})
             groups += (("code_name", str(row.get("name", code))),)
         ev = Evidence(text=text, source=line.source, line=line.lineno, rank=line.rank, context=ctx)
-        self._add(Finding(c.rule_id, conf, ev, _order(line), c.name or f"match[{c.index}]",
-                          line.ts, "line", groups))
+        self._add(
+            Finding(c.rule_id, conf, ev, _order(line), c.name or f"match[{c.index}]", line.ts, "line", groups)
+        )
 
     def _resolve_cut(self, source: str, nxt: Line | None) -> None:
         """Accept the cut matches of `source`'s previous line when it was cut: the source
@@ -228,17 +246,29 @@ class Matcher:
         elif _BAR_START.match(nxt.text.lstrip()) is None:
             # not a bar drawn over it: a hard-wrapped paste, when the two lines joined are
             # the whole message
-            pending = [(c, line, ctx, m2) for c, line, ctx, _ in pending
-                       if len(line.text) >= WRAP_MIN
-                       and (m2 := c.search(f"{line.text} {nxt.text.lstrip()}")) is not None]
+            pending = [
+                (c, line, ctx, m2)
+                for c, line, ctx, _ in pending
+                if len(line.text) >= WRAP_MIN
+                and (m2 := c.search(f"{line.text} {nxt.text.lstrip()}")) is not None
+            ]
         for c, line, ctx, m in pending:
             if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
                 continue
             if _unless_line(self.rules[c.rule_id].unless, line.text):
                 continue
-            self._add(Finding(c.rule_id, min(c.confidence, Confidence.LIKELY),
-                              Evidence.from_line(line, ctx), _order(line),
-                              f"{c.name or f'match[{c.index}]'} (cut)", line.ts, "line", _groups(m)))
+            self._add(
+                Finding(
+                    c.rule_id,
+                    min(c.confidence, Confidence.LIKELY),
+                    Evidence.from_line(line, ctx),
+                    _order(line),
+                    f"{c.name or f'match[{c.index}]'} (cut)",
+                    line.ts,
+                    "line",
+                    _groups(m),
+                )
+            )
 
     def _add(self, f: Finding) -> None:
         # one finding per rule and log line: two clauses of a rule on the same line (the
@@ -254,9 +284,15 @@ class Matcher:
         self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
         self.findings.append(f)
 
-    def finish(self, exceptions: list[ExceptionInfo], events: list[Event], end: EndState,
-               facts: Mapping[str, Any], cut_sources: Iterable[str] = (),
-               secondary: set[int] | frozenset[int] = frozenset()) -> list[Finding]:
+    def finish(
+        self,
+        exceptions: list[ExceptionInfo],
+        events: list[Event],
+        end: EndState,
+        facts: Mapping[str, Any],
+        cut_sources: Iterable[str] = (),
+        secondary: set[int] | frozenset[int] = frozenset(),
+    ) -> list[Finding]:
         """Match the structured clauses and return all findings (minus suppressed rules).
         `cut_sources`: the sources whose last line stops without a newline; `secondary`:
         errors a launcher's report lists as other failures (structure.root_exception)."""
@@ -276,32 +312,47 @@ class Matcher:
                     self._end(c, end, facts)
                 elif c.kind == "fact" and end.kind != "clean-exit" and all_hold(c.when, facts):
                     names = ", ".join(f"{p.fact} = {_show(facts.get(p.fact))}" for p in c.when)
-                    self._add(Finding(c.rule_id, c.confidence,
-                                      Evidence(text=names, source="snapshot",
-                                               fact=c.when[0].fact), float("inf"), c.name or "fact",
-                                      None, "fact"))
+                    self._add(
+                        Finding(
+                            c.rule_id,
+                            c.confidence,
+                            Evidence(text=names, source="snapshot", fact=c.when[0].fact),
+                            float("inf"),
+                            c.name or "fact",
+                            None,
+                            "fact",
+                        )
+                    )
         frames: dict[tuple[str | None, int | None], tuple[str, ...]] = {
-            (e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames}
-        return [f for f in self.findings
-                if f.rule_id not in self._suppressed and not self._raised_from(f, frames)]
+            (e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames
+        }
+        return [
+            f for f in self.findings if f.rule_id not in self._suppressed and not self._raised_from(f, frames)
+        ]
 
-    def _raised_from(self, f: Finding,
-                     frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
+    def _raised_from(self, f: Finding, frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
         """An `unless` with scope "frames": the exception on the finding's line was raised
         from a frame the rule leaves to another (e.g. ENOSPC inside torch.save)."""
         rule = self.rules[f.rule_id]
         fr = frames.get((f.evidence.source, f.evidence.line))
         if not fr:
             return False
-        return any(u.scope == "frames" and any(
-            any((lit.lower() in x.lower()) if u.icase else (lit in x) for lit in u.literals)
-            and u.search(x) for x in fr) for u in rule.unless)
+        return any(
+            u.scope == "frames"
+            and any(
+                any((lit.lower() in x.lower()) if u.icase else (lit in x) for lit in u.literals)
+                and u.search(x)
+                for x in fr
+            )
+            for u in rule.unless
+        )
 
     def _exceptions(self, rule: Rule, c: Clause, exceptions: list[ExceptionInfo]) -> None:
         for e in exceptions:
             full = f"{e.type}: {e.message}"
             if c.literals and not any(
-                    (lit.lower() in full.lower()) if c.icase else (lit in full) for lit in c.literals):
+                (lit.lower() in full.lower()) if c.icase else (lit in full) for lit in c.literals
+            ):
                 continue
             if c.type_pattern is not None and not c.type_pattern.search(e.type):
                 continue
@@ -309,13 +360,21 @@ class Matcher:
                 continue
             if c.raised_in is not None and not (e.frames and c.raised_in.search(e.frames[-1])):
                 continue
-            if c.frames_pattern is not None and not any(
-                    c.frames_pattern.search(f) for f in e.frames):
+            if c.frames_pattern is not None and not any(c.frames_pattern.search(f) for f in e.frames):
                 continue
             if _unless_line(rule.unless, full):
                 continue
-            self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(e.line), _order(e.line),
-                              c.name or f"match[{c.index}]", e.line.ts, "exception"))
+            self._add(
+                Finding(
+                    c.rule_id,
+                    c.confidence,
+                    Evidence.from_line(e.line),
+                    _order(e.line),
+                    c.name or f"match[{c.index}]",
+                    e.line.ts,
+                    "exception",
+                )
+            )
 
     def _root_error(self, rule: Rule, c: Clause, root: ExceptionInfo | None, end: EndState) -> None:
         if root is None or (c.end_states and end.kind not in c.end_states):
@@ -328,8 +387,17 @@ class Matcher:
             return
         # the innermost frames say where it was raised
         ctx = tuple(root.frames[-3:])
-        self._add(Finding(c.rule_id, c.confidence, Evidence.from_line(root.line, ctx), _order(root.line),
-                          c.name or f"match[{c.index}]", root.line.ts, "exception"))
+        self._add(
+            Finding(
+                c.rule_id,
+                c.confidence,
+                Evidence.from_line(root.line, ctx),
+                _order(root.line),
+                c.name or f"match[{c.index}]",
+                root.line.ts,
+                "exception",
+            )
+        )
 
     def _events(self, c: Clause, events: list[Event]) -> None:
         for ev in events:
@@ -337,12 +405,28 @@ class Matcher:
                 continue
             if all(ev.data.get(k) in vals for k, vals in c.where.items()):
                 text = ev.line.text
-                detail = ", ".join(f"{k}={ev.data.get(k)}" for k in ("root_rank", "exitcode", "signal")
-                                   if ev.data.get(k) is not None)
-                ev_line = Evidence(text=f"{text}  [{detail}]" if detail else text, source=ev.line.source,
-                                   line=ev.line.lineno, rank=ev.data.get("root_rank", ev.line.rank))
-                self._add(Finding(c.rule_id, c.confidence, ev_line, _order(ev.line),
-                                  c.name or f"match[{c.index}]", ev.line.ts, "event"))
+                detail = ", ".join(
+                    f"{k}={ev.data.get(k)}"
+                    for k in ("root_rank", "exitcode", "signal")
+                    if ev.data.get(k) is not None
+                )
+                ev_line = Evidence(
+                    text=f"{text}  [{detail}]" if detail else text,
+                    source=ev.line.source,
+                    line=ev.line.lineno,
+                    rank=ev.data.get("root_rank", ev.line.rank),
+                )
+                self._add(
+                    Finding(
+                        c.rule_id,
+                        c.confidence,
+                        ev_line,
+                        _order(ev.line),
+                        c.name or f"match[{c.index}]",
+                        ev.line.ts,
+                        "event",
+                    )
+                )
 
     def _end(self, c: Clause, end: EndState, facts: Mapping[str, Any]) -> None:
         if end.kind not in c.end_states:
@@ -353,9 +437,17 @@ class Matcher:
             return
         where = f" in phase {end.last_phase}" if end.last_phase else ""
         text = f"log ends ({end.kind}{where}): {end.last_text[-120:]}"
-        self._add(Finding(c.rule_id, c.confidence,
-                          Evidence(text=text, source=end.source, line=end.line), float("inf"),
-                          c.name or f"match[{c.index}]", None, "end"))
+        self._add(
+            Finding(
+                c.rule_id,
+                c.confidence,
+                Evidence(text=text, source=end.source, line=end.line),
+                float("inf"),
+                c.name or f"match[{c.index}]",
+                None,
+                "end",
+            )
+        )
 
 
 def _unless_line(unless: tuple[Unless, ...], text: str) -> bool:

@@ -93,8 +93,9 @@ def fill(text: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
 
-def fill_diagnoses(diags: Iterable[Diagnosis], sources: list[SourceInfo],
-                   facts: Mapping[str, Any], events: Iterable[Event]) -> list[Diagnosis]:
+def fill_diagnoses(
+    diags: Iterable[Diagnosis], sources: list[SourceInfo], facts: Mapping[str, Any], events: Iterable[Event]
+) -> list[Diagnosis]:
     """Each diagnosis with its checks and remedies naming the real files, rank and
     interpreter."""
     everything = shell_paths(s.path for s in sources)
@@ -109,6 +110,11 @@ def fill_diagnoses(diags: Iterable[Diagnosis], sources: list[SourceInfo],
             "python": python,
             "rank": UNKNOWN_RANK if rank is None else f"rank {rank}",
         }
-        out.append(replace(d, checks=tuple(fill(c, values) for c in d.checks),
-                           remedies=tuple(fill(x, values) for x in d.remedies)))
+        out.append(
+            replace(
+                d,
+                checks=tuple(fill(c, values) for c in d.checks),
+                remedies=tuple(fill(x, values) for x in d.remedies),
+            )
+        )
     return out

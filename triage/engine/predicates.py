@@ -23,7 +23,8 @@ from triage.vocabulary import FACT_VALUES, did_you_mean, fact_names, is_fact
 OPS = ("==", "!=", ">=", "<=", ">", "<", "contains", "absent", "present", "unknown", "known")
 _PRED_RE = re.compile(
     r"^\s*(?P<fact>[a-z][\w.\-]*)\s*"
-    r"(?:(?P<op>==|!=|>=|<=|>|<|contains|absent|present|unknown|known)\s*(?P<value>.*?))?\s*$")
+    r"(?:(?P<op>==|!=|>=|<=|>|<|contains|absent|present|unknown|known)\s*(?P<value>.*?))?\s*$"
+)
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+)*")
 
 
@@ -71,8 +72,10 @@ def check_vocabulary(preds: list[Predicate] | tuple[Predicate, ...]) -> None:
             raise ValueError(f"unknown fact {pred.fact!r}{did_you_mean(pred.fact, fact_names())}")
         values = FACT_VALUES.get(pred.fact)
         if values and pred.op in ("==", "!=") and pred.value not in values:
-            raise ValueError(f"{pred.fact} is never {pred.value!r}"
-                             f"{did_you_mean(pred.value, values)}; one of {', '.join(values)}")
+            raise ValueError(
+                f"{pred.fact} is never {pred.value!r}"
+                f"{did_you_mean(pred.value, values)}; one of {', '.join(values)}"
+            )
 
 
 def version_tuple(v: Any) -> tuple[int, ...] | None:

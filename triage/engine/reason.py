@@ -35,10 +35,13 @@ class _Cand:
     severity: str = "error"  # the rule's, or "error" when a clause that escalates fired
 
 
-def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
-             facts: Mapping[str, Any],
-             progress: Mapping[tuple[str, int | None], list[int]] | None = None,
-             ) -> tuple[list[Diagnosis], list[RuledOut]]:
+def diagnose(
+    findings: list[Finding],
+    rules: Mapping[str, Rule],
+    end: EndState,
+    facts: Mapping[str, Any],
+    progress: Mapping[tuple[str, int | None], list[int]] | None = None,
+) -> tuple[list[Diagnosis], list[RuledOut]]:
     """Rank the findings. `progress`: per (source, rank), the read order of its last loss
     lines (structure), to tell an error the run went on after."""
     cands = _group(findings, rules)
@@ -53,9 +56,12 @@ def diagnose(findings: list[Finding], rules: Mapping[str, Rule], end: EndState,
             if isinstance(recurrence, Mapping) and (why := _recurred(c, recurrence)):
                 ruled_out[-1] = RuledOut(c.rule.id, f"{why}; and now {ruled_out[-1].because}")
             del cands[c.rule.id]
-        elif (isinstance(recurrence, Mapping) and not _supported(c, facts)
-              and (c.confidence < Confidence.CONFIRMED or c.inferred)
-              and (why := _recurred(c, recurrence))):
+        elif (
+            isinstance(recurrence, Mapping)
+            and not _supported(c, facts)
+            and (c.confidence < Confidence.CONFIRMED or c.inferred)
+            and (why := _recurred(c, recurrence))
+        ):
             ruled_out.append(RuledOut(c.rule.id, why))
             del cands[c.rule.id]
         elif facts.get("run.exit_status") == 0 and end.kind != "clean-exit":
@@ -84,15 +90,24 @@ def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Can
     all_ts = all(f.ts is not None for f in findings if f.kind not in ("end", "fact"))
     cands: dict[str, _Cand] = {}
     for rid, fs in by.items():
+
         def when(f: Finding) -> float:
             if f.kind in ("end", "fact"):
                 return float("inf")
             return f.ts if all_ts and f.ts is not None else f.order
+
         fs.sort(key=when)
         conf = max(f.confidence for f in fs)
         inferred = all(f.kind in ("end", "fact") for f in fs)
-        cands[rid] = _Cand(rules[rid], fs, conf, _pick_evidence(fs), first_seen=when(fs[0]),
-                           inferred=inferred, severity=_severity(rules[rid], fs))
+        cands[rid] = _Cand(
+            rules[rid],
+            fs,
+            conf,
+            _pick_evidence(fs),
+            first_seen=when(fs[0]),
+            inferred=inferred,
+            severity=_severity(rules[rid], fs),
+        )
     return cands
 
 
@@ -122,8 +137,7 @@ def _pick_evidence(fs: list[Finding]) -> list[Evidence]:
     return out
 
 
-def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState,
-                    ruled_out: list[RuledOut]) -> bool:
+def _apply_evidence(c: _Cand, facts: Mapping[str, Any], end: EndState, ruled_out: list[RuledOut]) -> bool:
     """Let snapshot facts confirm, support, weaken or rule out; True when ruled out."""
     for ev in c.rule.evidence:
         if not all_hold(ev.when, facts):
@@ -174,12 +188,15 @@ def depends_on(rule: Rule) -> list[str]:
 def _supported(c: _Cand, facts: Mapping[str, Any]) -> bool:
     """This crash's own evidence confirms or supports the hypothesis: a changed fact
     that now speaks for it (a kernel log that gained an OOM kill) rules nothing out."""
-    return any(ev.effect in ("confirm", "support") and all_hold(ev.when, facts)
-               for ev in c.rule.evidence)
+    return any(ev.effect in ("confirm", "support") and all_hold(ev.when, facts) for ev in c.rule.evidence)
 
 
-def _suspected_before(recurrence: Mapping[str, Any], rules: Mapping[str, Rule],
-                      cands: Mapping[str, _Cand], ruled_out: list[RuledOut]) -> None:
+def _suspected_before(
+    recurrence: Mapping[str, Any],
+    rules: Mapping[str, Rule],
+    cands: Mapping[str, _Cand],
+    ruled_out: list[RuledOut],
+) -> None:
     """A hypothesis of the earlier crash that no longer even fires, because what it
     depends on changed (the cache is warm now), is ruled out by name too: the run died
     the same way without its precondition."""
@@ -205,10 +222,12 @@ def _recurred(c: _Cand | Rule, recurrence: Mapping[str, Any]) -> str:
     shown = "; ".join(f"{f}: {_shown(changed[f][0])} -> {_shown(changed[f][1])}" for f in hit[:3])
     more = f"; {len(hit) - 3} more" if len(hit) > 3 else ""
     fp = recurrence.get("fingerprint")
-    return (f"the run died the same way again after what it depends on changed ({shown}{more}): "
-            f"{recurrence.get('previous', 'the last crash')} and "
-            f"{recurrence.get('current', 'this crash')} have the same fingerprint"
-            f"{f' {fp}' if fp else ''}")
+    return (
+        f"the run died the same way again after what it depends on changed ({shown}{more}): "
+        f"{recurrence.get('previous', 'the last crash')} and "
+        f"{recurrence.get('current', 'this crash')} have the same fingerprint"
+        f"{f' {fp}' if fp else ''}"
+    )
 
 
 FACT_ORDER = ("package.", "torch.", "installed.", "inductor_cache.", "gpu.", "driver.")
@@ -235,22 +254,26 @@ def _shown(v: Any) -> str:
 SURVIVABLE_EXEMPT = {"numerics"}
 
 
-EXIT_0 = ("the watched process exited with status 0 (run.exit_status): the run ended, "
-          "it did not crash")
+EXIT_0 = "the watched process exited with status 0 (run.exit_status): the run ended, it did not crash"
 
 
 def _handled(c: _Cand, end: EndState, why: str | None = None) -> None:
-    if (c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning"
-            or c.confidence == Confidence.POSSIBLE):
+    if c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning" or c.confidence == Confidence.POSSIBLE:
         return  # warnings are what they are, crash or not
     c.confidence = Confidence.POSSIBLE
     if why is not None:
-        c.counter.append(Evidence(text=f"{why}: handled, retried or harmless",
-                                  source="snapshot", fact="run.exit_status"))
+        c.counter.append(
+            Evidence(text=f"{why}: handled, retried or harmless", source="snapshot", fact="run.exit_status")
+        )
         return
-    c.counter.append(Evidence(
-        text=f"the run went on and ended cleanly after it ({end.last_text[-80:]!r}): "
-             "handled, retried or harmless", source=end.source, line=end.line))
+    c.counter.append(
+        Evidence(
+            text=f"the run went on and ended cleanly after it ({end.last_text[-80:]!r}): "
+            "handled, retried or harmless",
+            source=end.source,
+            line=end.line,
+        )
+    )
 
 
 WENT_ON_MIN = 3  # loss lines of the same rank after an error: the run survived it
@@ -259,23 +282,31 @@ WENT_ON_MIN = 3  # loss lines of the same rank after an error: the run survived 
 def _went_on(c: _Cand, progress: Mapping[tuple[str, int | None], list[int]]) -> None:
     """An error the same rank trained on after (a caught OOM that skipped a batch, a
     retried download), in a log that does not end in a failure: handled or harmless."""
-    if (c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning" or c.inferred
-            or c.confidence == Confidence.POSSIBLE):
+    if (
+        c.rule.category in SURVIVABLE_EXEMPT
+        or c.severity == "warning"
+        or c.inferred
+        or c.confidence == Confidence.POSSIBLE
+    ):
         return
     seen = [f for f in c.findings if f.kind in ("line", "exception") and f.evidence.source]
     if not seen:
         return
     last = max(seen, key=lambda f: f.order)
-    after = [q for q in progress.get((last.evidence.source or "", last.evidence.rank), ())
-             if q > last.order]
+    after = [q for q in progress.get((last.evidence.source or "", last.evidence.rank), ()) if q > last.order]
     if len(after) < WENT_ON_MIN:
         return
     c.confidence = Confidence.POSSIBLE
     rank = f" on rank {last.evidence.rank}" if last.evidence.rank is not None else ""
-    c.counter.append(Evidence(
-        text=f"training went on after it{rank} ({len(after)} more "
-             "loss lines) and the log does not end in a failure: handled, retried or harmless",
-        source=last.evidence.source, line=last.evidence.line, rank=last.evidence.rank))
+    c.counter.append(
+        Evidence(
+            text=f"training went on after it{rank} ({len(after)} more "
+            "loss lines) and the log does not end in a failure: handled, retried or harmless",
+            source=last.evidence.source,
+            line=last.evidence.line,
+            rank=last.evidence.rank,
+        )
+    )
 
 
 def _fallbacks(cands: dict[str, _Cand]) -> None:
@@ -289,8 +320,13 @@ def _fallbacks(cands: dict[str, _Cand]) -> None:
                 continue
             on_line = any((e.source, e.line) in lines for e in c.evidence)
             names = {c.rule.id, *c.rule.aliases}
-            causes = (not c.rule.yields and c.severity == "error" and c.confidence >= Confidence.LIKELY
-                      and not names & set(g.rule.explains) and not c.inferred)
+            causes = (
+                not c.rule.yields
+                and c.severity == "error"
+                and c.confidence >= Confidence.LIKELY
+                and not names & set(g.rule.explains)
+                and not c.inferred
+            )
             if on_line or causes:
                 del cands[g.rule.id]
                 break
@@ -321,13 +357,19 @@ def _explain(cands: dict[str, _Cand]) -> None:
             for a in roots:
                 # the root error (generic) is what a launcher's report of a failed child
                 # carries, however unsure its cause
-                if (a is not b and not a.rule.yields and not a.rule.fallback and not a.inferred
-                        and (a.rule.generic or not _weaker_guess(a, b))):
+                if (
+                    a is not b
+                    and not a.rule.yields
+                    and not a.rule.fallback
+                    and not a.inferred
+                    and (a.rule.generic or not _weaker_guess(a, b))
+                ):
                     b.role, b.explained_by = "consequence", a.rule.id
                     break
     # a warning-level finding next to a real root cause contributes, it does not lead
-    has_error_root = any(c.role == "root-cause" and c.severity == "error" and not c.inferred
-                         for c in cands.values())
+    has_error_root = any(
+        c.role == "root-cause" and c.severity == "error" and not c.inferred for c in cands.values()
+    )
     for c in cands.values():
         if c.role == "root-cause" and c.severity == "warning" and has_error_root:
             c.role = "contributing"
@@ -353,15 +395,26 @@ def _score(c: _Cand) -> float:
 def _to_diagnosis(c: _Cand) -> Diagnosis:
     r = c.rule
     return Diagnosis(
-        signature=r.id, rule=r.path.rsplit("/", 2)[-2] + "/" + r.id if "/" in r.path else r.id,
-        title=r.title, confidence=c.confidence, score=_score(c), role=c.role, summary=r.summary,
-        evidence=tuple(c.evidence[:MAX_EVIDENCE + 2]), counter_evidence=tuple(c.counter),
-        explains=r.explains, explained_by=c.explained_by,
+        signature=r.id,
+        rule=r.path.rsplit("/", 2)[-2] + "/" + r.id if "/" in r.path else r.id,
+        title=r.title,
+        confidence=c.confidence,
+        score=_score(c),
+        role=c.role,
+        summary=r.summary,
+        evidence=tuple(c.evidence[: MAX_EVIDENCE + 2]),
+        counter_evidence=tuple(c.counter),
+        explains=r.explains,
+        explained_by=c.explained_by,
         checks=tuple(fill_facts(x, c.facts) for x in r.checks),
         remedies=tuple(fill_facts(x, c.facts) for x in r.remedies),
-        docs=r.docs, first_seen=c.first_seen, category=r.category,
+        docs=r.docs,
+        first_seen=c.first_seen,
+        category=r.category,
         ranks=tuple(sorted({f.evidence.rank for f in c.findings if f.evidence.rank is not None})),
-        occurrences=len(c.findings), fallback=r.fallback)
+        occurrences=len(c.findings),
+        fallback=r.fallback,
+    )
 
 
 ROLE_ORDER = {"root-cause": 0, "contributing": 1, "consequence": 2}
@@ -371,8 +424,13 @@ def _sort_key(c: _Cand) -> tuple[Any, ...]:
     """Roots first; then surer; then, at equal confidence, what a log line says before
     the honest "unknown", and that before inferences from how the log ends; then the
     earliest in time; then the stronger score."""
-    return (ROLE_ORDER[c.role], -c.confidence, 1 if c.rule.fallback else (2 if c.inferred else 0),
-            c.first_seen, -_score(c))
+    return (
+        ROLE_ORDER[c.role],
+        -c.confidence,
+        1 if c.rule.fallback else (2 if c.inferred else 0),
+        c.first_seen,
+        -_score(c),
+    )
 
 
 _FACT_REF = re.compile(r"\{((?:fact|match):[\w.\-]+)(?:\|([^}]*))?\}")
@@ -384,6 +442,7 @@ def fill_facts(text: str, facts: Mapping[str, Any]) -> str:
     what the matched line said. A fact that is absent, unreadable or false gives the
     default; with no default, what is known of it ("unknown", "unknown (why)", "False").
     Shell braces (`${VAR:-x}`, awk's `{print}`) are left alone."""
+
     def one(m: re.Match[str]) -> str:
         key = m.group(1)
         v = facts.get(key[5:] if key.startswith("fact:") else key)
@@ -392,4 +451,5 @@ def fill_facts(text: str, facts: Mapping[str, Any]) -> str:
                 return m.group(2)
             return "unknown" if v is None else str(v)
         return str(v)
+
     return _FACT_REF.sub(one, text) if ("{fact:" in text or "{match:" in text) else text

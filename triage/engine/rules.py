@@ -46,12 +46,49 @@ REGEX_TIMEOUT = 0.25  # seconds per regex call on one line; a ReDoS costs at mos
 CUT_MIN_CHARS = 24
 _WILDCARD = regex.compile(r"(?<!\\)\.(?:[*+{])|\[\^[^\]]*\][*+{]")
 
-TOP_KEYS = {"id", "title", "category", "severity", "summary", "explains", "yields", "fallback",
-            "aliases", "remedies", "checks", "docs", "match", "unless", "evidence", "examples",
-            "generic", "hint_in_phase"}
-MATCH_KEYS = {"name", "kind", "literal", "regex", "icase", "confidence", "type", "message",
-              "frames", "raised_in", "event", "where", "end_state", "last_phase", "when", "severity", "phase",
-              "table", "select", "unlisted", "near"}
+TOP_KEYS = {
+    "id",
+    "title",
+    "category",
+    "severity",
+    "summary",
+    "explains",
+    "yields",
+    "fallback",
+    "aliases",
+    "remedies",
+    "checks",
+    "docs",
+    "match",
+    "unless",
+    "evidence",
+    "examples",
+    "generic",
+    "hint_in_phase",
+}
+MATCH_KEYS = {
+    "name",
+    "kind",
+    "literal",
+    "regex",
+    "icase",
+    "confidence",
+    "type",
+    "message",
+    "frames",
+    "raised_in",
+    "event",
+    "where",
+    "end_state",
+    "last_phase",
+    "when",
+    "severity",
+    "phase",
+    "table",
+    "select",
+    "unlisted",
+    "near",
+}
 # Keys that once meant something (or nothing): rejected with what to write instead.
 RETIRED_KEYS = {
     "priority": "retired: diagnoses rank by confidence, what explains what, and time",
@@ -161,7 +198,7 @@ class Near:
 
     def found(self, recent: tuple[str, ...]) -> bool:
         """Whether one of the recent lines (oldest first) is the companion."""
-        for text in recent[-self.within:]:
+        for text in recent[-self.within :]:
             hay = text.lower() if self.icase else text
             if any((lit.lower() if self.icase else lit) in hay for lit in self.literals):
                 try:
@@ -260,16 +297,21 @@ def _check_category(rule: Rule, path: Path, root: Path, cats: tuple[str, ...]) -
     parts = path.relative_to(root).parts
     if len(parts) > 1:
         if rule.category != parts[0]:
-            raise RuleError(rule.path, "category",
-                            f"{rule.category!r} is not its folder {parts[0]!r} "
-                            f"(rules/<category>/<id>.toml)")
+            raise RuleError(
+                rule.path,
+                "category",
+                f"{rule.category!r} is not its folder {parts[0]!r} (rules/<category>/<id>.toml)",
+            )
         return
     known = set(cats) | set(categories(default_rules_dir()))
     if rule.category not in known:
-        raise RuleError(rule.path, "category",
-                        f"unknown category {rule.category!r}{did_you_mean(rule.category, known)}; "
-                        f"one of {', '.join(sorted(known))}, or put the rule in a folder named "
-                        f"after a new one")
+        raise RuleError(
+            rule.path,
+            "category",
+            f"unknown category {rule.category!r}{did_you_mean(rule.category, known)}; "
+            f"one of {', '.join(sorted(known))}, or put the rule in a folder named "
+            f"after a new one",
+        )
 
 
 def load_rule(path: Path) -> Rule:
@@ -313,15 +355,26 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
     if text_kinds and (not fire or not quiet):
         raise RuleError(p, "examples", "needs at least one 'fire' and one 'quiet' example")
     rule = Rule(
-        id=rid, title=_req_str(data, "title", p), category=_req_str(data, "category", p),
-        severity=severity, summary=str(data.get("summary", "")), path=p, clauses=clauses,
-        unless=unless, evidence=evidence,
-        explains=tuple(_str_list(data, "explains", p)), yields=bool(data.get("yields", False)),
-        fallback=bool(data.get("fallback", False)), generic=bool(data.get("generic", False)),
+        id=rid,
+        title=_req_str(data, "title", p),
+        category=_req_str(data, "category", p),
+        severity=severity,
+        summary=str(data.get("summary", "")),
+        path=p,
+        clauses=clauses,
+        unless=unless,
+        evidence=evidence,
+        explains=tuple(_str_list(data, "explains", p)),
+        yields=bool(data.get("yields", False)),
+        fallback=bool(data.get("fallback", False)),
+        generic=bool(data.get("generic", False)),
         aliases=tuple(_str_list(data, "aliases", p)),
         hint_in_phase=_names(data, "hint_in_phase", PHASES, "phase", p, "(rule)"),
-        remedies=tuple(_str_list(data, "remedies", p)), checks=tuple(_str_list(data, "checks", p)),
-        docs=tuple(_str_list(data, "docs", p)), fire=tuple(fire), quiet=tuple(quiet),
+        remedies=tuple(_str_list(data, "remedies", p)),
+        checks=tuple(_str_list(data, "checks", p)),
+        docs=tuple(_str_list(data, "docs", p)),
+        fire=tuple(fire),
+        quiet=tuple(quiet),
     )
     _check_templates(rule, p)
     return rule
@@ -375,14 +428,31 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     sev = m.get("severity")
     if sev is not None and sev not in SEVERITIES:
         raise RuleError(p, f"{key}.severity", f"must be one of {sorted(SEVERITIES)}")
-    clause = Clause(rid, i, kind, conf, literals, icase, pattern, type_pattern, frames_pattern,
-                    m.get("event"), where, end_states, last_phases, when, str(m.get("name", "")),
-                    sev, phases)
+    clause = Clause(
+        rid,
+        i,
+        kind,
+        conf,
+        literals,
+        icase,
+        pattern,
+        type_pattern,
+        frames_pattern,
+        m.get("event"),
+        where,
+        end_states,
+        last_phases,
+        when,
+        str(m.get("name", "")),
+        sev,
+        phases,
+    )
     if "raised_in" in m:
         if kind != "exception":
             raise RuleError(p, f"{key}.raised_in", "only an exception clause has frames")
-        clause = replace(clause, raised_in=_compile(m["raised_in"], p, f"{key}.raised_in", False,
-                                                    required=True))
+        clause = replace(
+            clause, raised_in=_compile(m["raised_in"], p, f"{key}.raised_in", False, required=True)
+        )
     return _code_and_near(clause, m, p, key)
 
 
@@ -400,8 +470,9 @@ def _code_and_near(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:
     if not isinstance(name, str) or not name:
         raise RuleError(p, f"{key}.table", f"required: one of {', '.join(known_tables())}")
     if name not in known_tables():
-        raise RuleError(p, f"{key}.table", f"unknown code table {name!r} "
-                                           f"(known: {', '.join(known_tables())})")
+        raise RuleError(
+            p, f"{key}.table", f"unknown code table {name!r} (known: {', '.join(known_tables())})"
+        )
     table = code_table(name)
     if "regex" in m or table.pattern is None:
         # a clause of its own: `NCCL INFO x.cc:NNN -> (?P<code>N)`
@@ -413,16 +484,25 @@ def _code_and_near(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:
     else:
         # the table's shared reading of its lines (every Xid spelling, read once)
         if "literal" in m:
-            raise RuleError(p, f"{key}.literal", f"table {name}'s pattern has its own literals; "
-                                                 "give a regex with the literal")
+            raise RuleError(
+                p,
+                f"{key}.literal",
+                f"table {name}'s pattern has its own literals; give a regex with the literal",
+            )
         literals, pattern = table.literals, table.pattern
     unlisted = m.get("unlisted", False)
     if not isinstance(unlisted, bool):
         raise RuleError(p, f"{key}.unlisted", "must be true or false")
     near = _near(m["near"], p, f"{key}.near") if "near" in m else None
-    return replace(c, literals=literals, pattern=pattern, table=table,
-                   select=parse_select(m.get("select"), table, p, f"{key}.select"),
-                   unlisted=unlisted, near=near)
+    return replace(
+        c,
+        literals=literals,
+        pattern=pattern,
+        table=table,
+        select=parse_select(m.get("select"), table, p, f"{key}.select"),
+        unlisted=unlisted,
+        near=near,
+    )
 
 
 def _near(src: Any, p: str, key: str) -> Near:
@@ -453,28 +533,38 @@ def _event_where(m: dict[str, Any], p: str, key: str) -> dict[str, tuple[Any, ..
     if not isinstance(event, str):
         raise RuleError(p, f"{key}.event", "required: the event kind (e.g. torchrun-failure)")
     if event not in EVENTS:
-        raise RuleError(p, f"{key}.event", f"unknown event {event!r}{did_you_mean(event, EVENTS)}; "
-                                            f"one of {', '.join(sorted(EVENTS))}")
+        raise RuleError(
+            p,
+            f"{key}.event",
+            f"unknown event {event!r}{did_you_mean(event, EVENTS)}; one of {', '.join(sorted(EVENTS))}",
+        )
     w = m.get("where", {})
     if not isinstance(w, dict):
         raise RuleError(p, f"{key}.where", "must be a table")
     carries = EVENTS[event]
     for k in w:
         if k not in carries:
-            raise RuleError(p, f"{key}.where.{k}",
-                            f"a {event} event carries no {k!r}{did_you_mean(k, carries)}; "
-                            f"it carries {', '.join(sorted(carries))}")
+            raise RuleError(
+                p,
+                f"{key}.where.{k}",
+                f"a {event} event carries no {k!r}{did_you_mean(k, carries)}; "
+                f"it carries {', '.join(sorted(carries))}",
+            )
     return {k: tuple(v) if isinstance(v, list) else (v,) for k, v in w.items()}
 
 
-def _names(m: dict[str, Any], field_: str, allowed: tuple[str, ...], what: str, p: str,
-           key: str) -> tuple[str, ...]:
+def _names(
+    m: dict[str, Any], field_: str, allowed: tuple[str, ...], what: str, p: str, key: str
+) -> tuple[str, ...]:
     """A list of declared names (phases, end states): an unknown one is an error."""
     names = tuple(_str_list(m, field_, p, key + "."))
     for n in names:
         if n not in allowed:
-            raise RuleError(p, f"{key}.{field_}", f"unknown {what} {n!r}{did_you_mean(n, allowed)}; "
-                                                  f"one of {', '.join(allowed)}")
+            raise RuleError(
+                p,
+                f"{key}.{field_}",
+                f"unknown {what} {n!r}{did_you_mean(n, allowed)}; one of {', '.join(allowed)}",
+            )
     return names
 
 
@@ -484,9 +574,13 @@ def _no_end_facts(when: tuple[Predicate, ...], p: str, key: str) -> None:
     clause on `log.truncated and log.last_phase == X`) are the retired second way."""
     for pred in when:
         if pred.fact in END_FACTS:
-            raise RuleError(p, key, f"{pred.fact!r} says how the log ends: write kind = \"end\" "
-                                    f"with end_state = [...] and last_phase = [...], and keep only "
-                                    f"the other facts in when")
+            raise RuleError(
+                p,
+                key,
+                f'{pred.fact!r} says how the log ends: write kind = "end" '
+                f"with end_state = [...] and last_phase = [...], and keep only "
+                f"the other facts in when",
+            )
 
 
 def _check_templates(rule: Rule, p: str) -> None:
@@ -499,23 +593,29 @@ def _check_templates(rule: Rule, p: str) -> None:
     for key, text in texts:
         old = OLD_TEMPLATE_RE.search(text)
         if old:
-            raise RuleError(p, key, f"{{{old.group(1)}}} is the retired template form: "
-                                    f"write {{fact:{old.group(1)}}} (or {{fact:NAME|default}})")
+            raise RuleError(
+                p,
+                key,
+                f"{{{old.group(1)}}} is the retired template form: "
+                f"write {{fact:{old.group(1)}}} (or {{fact:NAME|default}})",
+            )
         for m in TEMPLATE_RE.finditer(text):
             kind, name = m.group(1), m.group(2)
             if kind == "fact" and not is_fact(name):
                 raise RuleError(p, key, f"unknown fact {name!r}{did_you_mean(name, fact_names())}")
             if kind == "match" and name not in groups:
-                raise RuleError(p, key, f"no clause's regex has a group named {name!r}"
-                                        f"{did_you_mean(name, groups)}")
+                raise RuleError(
+                    p, key, f"no clause's regex has a group named {name!r}{did_you_mean(name, groups)}"
+                )
 
 
 def _literals(m: dict[str, Any], p: str, key: str) -> list[str]:
     lit = m.get("literal")
     lits = [lit] if isinstance(lit, str) else lit
     if not isinstance(lits, list) or not lits or not all(isinstance(x, str) for x in lits):
-        raise RuleError(p, f"{key}.literal",
-                        "required: a selective literal (or a list) the text must contain")
+        raise RuleError(
+            p, f"{key}.literal", "required: a selective literal (or a list) the text must contain"
+        )
     for x in lits:
         if len(x) < 4:
             raise RuleError(p, f"{key}.literal", f"{x!r} is too short to be selective (>= 4 chars)")

@@ -15,19 +15,27 @@ from triage.errors import ExitCode, TriageError
 def register(sub: Any) -> None:
     """Add the `snapshot` subcommand to triage's subparsers."""
     sp = sub.add_parser(
-        "snapshot", help="record the machine's and the run's interpreter's state as JSON",
+        "snapshot",
+        help="record the machine's and the run's interpreter's state as JSON",
         description="Record an evidence snapshot (triage.snapshot/1): the run's interpreter "
-                    "(packages, torch build), inductor cache, GPUs (NVML), kernel log (Xid, "
-                    "OOM killer), a tmux pane. Parts that cannot be read are recorded as "
-                    "unknown with the reason. Use it with: triage logs LOG --evidence FILE")
+        "(packages, torch build), inductor cache, GPUs (NVML), kernel log (Xid, "
+        "OOM killer), a tmux pane. Parts that cannot be read are recorded as "
+        "unknown with the reason. Use it with: triage logs LOG --evidence FILE",
+    )
     sp.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     sp.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    sp.add_argument("--python", metavar="PATH",
-                    help="the training run's interpreter or venv folder (default: this one)")
+    sp.add_argument(
+        "--python", metavar="PATH", help="the training run's interpreter or venv folder (default: this one)"
+    )
     sp.add_argument("--tmux", metavar="TARGET", help="also record this tmux pane's state")
     sp.add_argument("--no-kernel", action="store_true", help="do not read the kernel log")
-    sp.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                    help="seconds the interpreter probe may take (default: 120)")
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the interpreter probe may take (default: 120)",
+    )
     sp.set_defaults(func=cmd_snapshot)
 
 
@@ -56,8 +64,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             raise TriageError(f"{out.parent}: no such folder")
     if args.timeout <= 0:
         raise TriageError("--timeout must be positive")
-    snap = collect(python=args.python, tmux_target=args.tmux, probe_timeout=args.timeout,
-                   kernel=not args.no_kernel)
+    snap = collect(
+        python=args.python, tmux_target=args.tmux, probe_timeout=args.timeout, kernel=not args.no_kernel
+    )
     text = json.dumps(snap, indent=2, ensure_ascii=False, default=str) + "\n"
     if out is None:
         sys.stdout.write(text)
@@ -70,8 +79,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         raise TriageError(f"{out}: already exists (use --force to overwrite)") from None
     except OSError as e:
         raise TriageError(f"{out}: cannot write ({e.strerror})") from None
-    sys.stderr.write(f"triage: snapshot written to {out} "
-                     f"({_summary(snap)}); use it with: triage logs LOG --evidence {out}\n")
+    sys.stderr.write(
+        f"triage: snapshot written to {out} "
+        f"({_summary(snap)}); use it with: triage logs LOG --evidence {out}\n"
+    )
     return ExitCode.OK
 
 
@@ -79,12 +90,14 @@ def _summary(snap: dict[str, Any]) -> str:
     """What was readable: 'python 3.11.7, 18 packages, GPUs unknown, kernel log readable'."""
     parts = []
     py = snap.get("python")
-    parts.append(f"python {py.get('version')}" if isinstance(py, dict) and "version" in py
-                 else "python unknown")
+    parts.append(
+        f"python {py.get('version')}" if isinstance(py, dict) and "version" in py else "python unknown"
+    )
     g = snap.get("gpus")
     devs = g.get("devices") if isinstance(g, dict) else None
     parts.append(f"{len(devs)} GPUs" if isinstance(devs, list) else "GPUs unknown")
     k = snap.get("kernel")
-    parts.append("kernel log readable" if isinstance(k, dict) and k.get("readable")
-                 else "kernel log unreadable")
+    parts.append(
+        "kernel log readable" if isinstance(k, dict) and k.get("readable") else "kernel log unreadable"
+    )
     return ", ".join(parts)

@@ -42,12 +42,26 @@ MAX_KERNEL_MATCHES = 50
 CACHE_WALK_BUDGET_S = 3.0
 CACHE_WALK_MAX_FILES = 500_000
 # Environment variables that change how a run behaves; a fixed list, so no secret leaks.
-ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
-            "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "TORCH_LOGS", "TORCHDYNAMO_VERBOSE",
-            "NCCL_DEBUG", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "CUDA_LAUNCH_BLOCKING",
-            "OMP_NUM_THREADS", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
-OOM_RE = re.compile(r"Out of memory: Killed process|invoked oom-killer|oom-kill:constraint="
-                    r"|Memory cgroup out of memory: Killed process|oom_reaper: reaped process")
+ENV_KEYS = (
+    "CUDA_VISIBLE_DEVICES",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "TORCH_LOGS",
+    "TORCHDYNAMO_VERBOSE",
+    "NCCL_DEBUG",
+    "NCCL_P2P_DISABLE",
+    "NCCL_IB_DISABLE",
+    "CUDA_LAUNCH_BLOCKING",
+    "OMP_NUM_THREADS",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+)
+OOM_RE = re.compile(
+    r"Out of memory: Killed process|invoked oom-killer|oom-kill:constraint="
+    r"|Memory cgroup out of memory: Killed process|oom_reaper: reaped process"
+)
 OOM_KILLED_RE = re.compile(r"Killed process (?P<pid>\d+) \((?P<name>[^)]*)\)")
 
 
@@ -56,9 +70,14 @@ def unknown(reason: str) -> dict[str, str]:
     return {"unknown": reason}
 
 
-def collect(python: str | None = None, tmux_target: str | None = None, *,
-            probe_timeout: float = PROBE_TIMEOUT_S, kernel: bool = True,
-            env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def collect(
+    python: str | None = None,
+    tmux_target: str | None = None,
+    *,
+    probe_timeout: float = PROBE_TIMEOUT_S,
+    kernel: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """A complete snapshot. `python`: the run's interpreter (or its venv folder);
     default this one. `tmux_target`: a pane to describe (session[:window.pane])."""
     env = os.environ if env is None else env
@@ -77,8 +96,11 @@ def collect(python: str | None = None, tmux_target: str | None = None, *,
     snap["env"] = {k: env[k] for k in ENV_KEYS if k in env}
     snap["inductor_cache"] = _guard(lambda: inductor_cache(env), "inductor cache")
     snap["gpus"] = _guard(gpus, "GPUs")
-    snap["kernel"] = (_guard(kernel_log, "kernel log") if kernel
-                      else {"readable": False, "reason": "not collected (--no-kernel)"})
+    snap["kernel"] = (
+        _guard(kernel_log, "kernel log")
+        if kernel
+        else {"readable": False, "reason": "not collected (--no-kernel)"}
+    )
     snap["host_memory"] = _guard(host_memory, "host memory")
     snap["cgroup"] = _guard(cgroup_memory, "cgroup")
     if tmux_target:
@@ -110,6 +132,7 @@ def _guard(fn: Callable[[], Any], what: str) -> Any:
 
 # ---------------------------------------------------------------- the run's interpreter
 
+
 def resolve_python(python: str | None) -> str:
     """An interpreter path, or a venv folder (its bin/python); default: this one."""
     if not python:
@@ -126,8 +149,10 @@ def resolve_python(python: str | None) -> str:
 def probe_args() -> list[str]:
     """The probe's package lists, from the one declared in triage.vocabulary (the probe
     cannot import triage: it runs in the training run's interpreter)."""
-    return ["--packages=" + ",".join(f"{dist}:{module}" for dist, module in PACKAGES),
-            "--version-only=" + ",".join(VERSION_ONLY)]
+    return [
+        "--packages=" + ",".join(f"{dist}:{module}" for dist, module in PACKAGES),
+        "--version-only=" + ",".join(VERSION_ONLY),
+    ]
 
 
 def run_probe(python: str, *, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
@@ -140,8 +165,9 @@ def run_probe(python: str, *, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any
     try:
         # an empty cwd: nothing in the caller's folder can shadow a package being probed
         with tempfile.TemporaryDirectory(prefix="triage-probe-") as cwd:
-            proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, env=penv,
-                                  stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                cmd, capture_output=True, timeout=timeout, cwd=cwd, env=penv, stdin=subprocess.DEVNULL
+            )
         out = proc.stdout.decode("utf-8", "replace")
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -187,6 +213,7 @@ def merge_probe_lines(lines: Iterable[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- inductor cache
+
 
 def inductor_cache(env: Mapping[str, str]) -> dict[str, Any]:
     """TORCHINDUCTOR_CACHE_DIR or torch's default (<tmp>/torchinductor_<user>): does it
@@ -241,10 +268,17 @@ def _iso(ts: float) -> str:
 
 # ---------------------------------------------------------------- GPUs
 
-THROTTLE_BITS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"),
-                 (0x8, "hw_slowdown"), (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"),
-                 (0x40, "hw_thermal_slowdown"), (0x80, "hw_power_brake_slowdown"),
-                 (0x100, "display_clock_setting"))
+THROTTLE_BITS = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
 MIB = 1024 * 1024
 
 
@@ -256,8 +290,10 @@ def gpus() -> dict[str, Any]:
         smi = _nvidia_smi()
         if smi is not None:
             return smi
-        return unknown("nvidia-ml-py is not installed for triage (pip install nvidia-ml-py) "
-                       "and nvidia-smi is not available")
+        return unknown(
+            "nvidia-ml-py is not installed for triage (pip install nvidia-ml-py) "
+            "and nvidia-smi is not available"
+        )
     return _nvml(pynvml)
 
 
@@ -312,8 +348,9 @@ def _nvml(nv: Any) -> dict[str, Any]:
         cuda = q("nvmlSystemGetCudaDriverVersion_v2")
         if _is_unknown(cuda):
             cuda = q("nvmlSystemGetCudaDriverVersion")
-        out["cuda_driver_version"] = (f"{cuda // 1000}.{(cuda % 1000) // 10}"
-                                      if isinstance(cuda, int) else cuda)
+        out["cuda_driver_version"] = (
+            f"{cuda // 1000}.{(cuda % 1000) // 10}" if isinstance(cuda, int) else cuda
+        )
         out["nvml_version"] = _text(q("nvmlSystemGetNVMLVersion"))
         count = q("nvmlDeviceGetCount")
         if not isinstance(count, int):
@@ -361,16 +398,19 @@ def _device(nv: Any, q: _Q, i: int) -> dict[str, Any]:
     limit = q("nvmlDeviceGetEnforcedPowerLimit", h)
     d["power_limit_w"] = round(limit / 1000, 1) if isinstance(limit, int | float) else limit
     unc = getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
-    d["ecc_uncorrected"] = q("nvmlDeviceGetTotalEccErrors", h, unc,
-                             getattr(nv, "NVML_VOLATILE_ECC", 0))
-    d["ecc_uncorrected_aggregate"] = q("nvmlDeviceGetTotalEccErrors", h, unc,
-                                       getattr(nv, "NVML_AGGREGATE_ECC", 1))
+    d["ecc_uncorrected"] = q("nvmlDeviceGetTotalEccErrors", h, unc, getattr(nv, "NVML_VOLATILE_ECC", 0))
+    d["ecc_uncorrected_aggregate"] = q(
+        "nvmlDeviceGetTotalEccErrors", h, unc, getattr(nv, "NVML_AGGREGATE_ECC", 1)
+    )
     retired: Any = 0
-    for cause in (getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0),
-                  getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1)):
+    for cause in (
+        getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0),
+        getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1),
+    ):
         pages = q("nvmlDeviceGetRetiredPages", h, cause)
-        retired = pages if _is_unknown(pages) else (
-            retired + len(pages) if isinstance(retired, int) else retired)
+        retired = (
+            pages if _is_unknown(pages) else (retired + len(pages) if isinstance(retired, int) else retired)
+        )
     d["retired_pages"] = retired
     pending = q("nvmlDeviceGetRetiredPagesPendingStatus", h)
     d["retired_pages_pending"] = bool(pending) if isinstance(pending, int) else pending
@@ -385,8 +425,9 @@ def _device(nv: Any, q: _Q, i: int) -> dict[str, Any]:
     reasons = q("nvmlDeviceGetCurrentClocksEventReasons", h)
     if _is_unknown(reasons):
         reasons = q("nvmlDeviceGetCurrentClocksThrottleReasons", h)
-    d["throttle_reasons"] = ([name for bit, name in THROTTLE_BITS if reasons & bit]
-                             if isinstance(reasons, int) else reasons)
+    d["throttle_reasons"] = (
+        [name for bit, name in THROTTLE_BITS if reasons & bit] if isinstance(reasons, int) else reasons
+    )
     d["processes"] = _processes(nv, q, h)
     d["lost"] = q.lost
     return d
@@ -406,8 +447,11 @@ def _processes(nv: Any, q: _Q, h: Any) -> Any:
             pid = int(p.pid)
             used = getattr(p, "usedGpuMemory", None)
             entry = procs.setdefault(pid, {"pid": pid})
-            entry["memory_mib"] = int(used) // MIB if isinstance(used, int) else unknown(
-                "not reported (another container or no permission)")
+            entry["memory_mib"] = (
+                int(used) // MIB
+                if isinstance(used, int)
+                else unknown("not reported (another container or no permission)")
+            )
             name = q("nvmlSystemGetProcessName", pid)
             entry["name"] = _text(name) if not _is_unknown(name) else _comm(pid)
     return list(procs.values()) if got_any else unknown(reason)
@@ -420,17 +464,29 @@ def _comm(pid: int) -> Any:
         return unknown("process not visible from here")
 
 
-SMI_FIELDS = ("index", "name", "uuid", "pci.bus_id", "memory.used", "memory.total",
-              "utilization.gpu", "temperature.gpu", "power.draw",
-              "ecc.errors.uncorrected.volatile.total", "driver_version", "compute_cap")
+SMI_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "pci.bus_id",
+    "memory.used",
+    "memory.total",
+    "utilization.gpu",
+    "temperature.gpu",
+    "power.draw",
+    "ecc.errors.uncorrected.volatile.total",
+    "driver_version",
+    "compute_cap",
+)
 
 
 def _nvidia_smi() -> dict[str, Any] | None:
     """The same facts from `nvidia-smi` when nvidia-ml-py is not installed."""
     if not shutil.which("nvidia-smi"):
         return None
-    rc, out, err = _run(["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}",
-                         "--format=csv,noheader,nounits"])
+    rc, out, err = _run(
+        ["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"]
+    )
     if rc != 0:
         return unknown(f"nvidia-smi failed: {(err or out).strip()[:200]}")
     devices = []
@@ -441,20 +497,29 @@ def _nvidia_smi() -> dict[str, Any] | None:
             continue
         r = dict(zip(SMI_FIELDS, vals, strict=True))
         driver = r["driver_version"]
-        devices.append({
-            "index": _num(r["index"]), "name": r["name"], "uuid": r["uuid"],
-            "pci_bus_id": r["pci.bus_id"], "cuda_capability": _smi_val(r["compute_cap"]),
-            "memory_used_mib": _num(r["memory.used"]), "memory_total_mib": _num(r["memory.total"]),
-            "utilization_pct": _num(r["utilization.gpu"]),
-            "temperature_c": _num(r["temperature.gpu"]),
-            "power_w": _num(r["power.draw"]),
-            "ecc_uncorrected": _num(r["ecc.errors.uncorrected.volatile.total"]),
-        })
+        devices.append(
+            {
+                "index": _num(r["index"]),
+                "name": r["name"],
+                "uuid": r["uuid"],
+                "pci_bus_id": r["pci.bus_id"],
+                "cuda_capability": _smi_val(r["compute_cap"]),
+                "memory_used_mib": _num(r["memory.used"]),
+                "memory_total_mib": _num(r["memory.total"]),
+                "utilization_pct": _num(r["utilization.gpu"]),
+                "temperature_c": _num(r["temperature.gpu"]),
+                "power_w": _num(r["power.draw"]),
+                "ecc_uncorrected": _num(r["ecc.errors.uncorrected.volatile.total"]),
+            }
+        )
     rc2, banner, _ = _run(["nvidia-smi"])
     m = re.search(r"CUDA Version:\s*(\d+\.\d+)", banner) if rc2 == 0 else None
-    return {"source": "nvidia-smi", "driver_version": driver,
-            "cuda_driver_version": m.group(1) if m else unknown("not in nvidia-smi output"),
-            "devices": devices}
+    return {
+        "source": "nvidia-smi",
+        "driver_version": driver,
+        "cuda_driver_version": m.group(1) if m else unknown("not in nvidia-smi output"),
+        "devices": devices,
+    }
 
 
 def _smi_val(v: str) -> Any:
@@ -470,6 +535,7 @@ def _num(v: str) -> Any:
 
 
 # ---------------------------------------------------------------- kernel log
+
 
 def kernel_log() -> dict[str, Any]:
     """Xid and OOM-killer lines from the kernel log, from the first source that reads."""
@@ -503,10 +569,16 @@ def scan_kernel_lines(lines: Iterable[str], source: str) -> dict[str, Any]:
                 entry["pid"] = int(m.group("pid"))
                 entry["process"] = m.group("name")
             ooms.append(entry)
-    return {"readable": True, "source": source, "lines": n,
-            "xid": xids[-MAX_KERNEL_MATCHES:], "xid_total": len(xids),
-            "fallen_off_bus": fell[-MAX_KERNEL_MATCHES:],
-            "oom_killer": ooms[-MAX_KERNEL_MATCHES:], "oom_killer_total": len(ooms)}
+    return {
+        "readable": True,
+        "source": source,
+        "lines": n,
+        "xid": xids[-MAX_KERNEL_MATCHES:],
+        "xid_total": len(xids),
+        "fallen_off_bus": fell[-MAX_KERNEL_MATCHES:],
+        "oom_killer": ooms[-MAX_KERNEL_MATCHES:],
+        "oom_killer_total": len(ooms),
+    }
 
 
 def _run(cmd: list[str], timeout: float = CMD_TIMEOUT_S) -> tuple[int, str, str]:
@@ -577,6 +649,7 @@ def _first_line(s: str) -> str:
 
 # ---------------------------------------------------------------- host memory, cgroup
 
+
 def host_memory() -> dict[str, Any]:
     """MemTotal / MemAvailable / SwapFree from /proc/meminfo, in MiB."""
     try:
@@ -589,9 +662,11 @@ def host_memory() -> dict[str, Any]:
         parts = rest.split()
         if parts and parts[0].isdigit():
             vals[k] = int(parts[0]) // 1024
-    return {"total_mib": vals.get("MemTotal", unknown("not in /proc/meminfo")),
-            "available_mib": vals.get("MemAvailable", unknown("not in /proc/meminfo")),
-            "swap_free_mib": vals.get("SwapFree", unknown("not in /proc/meminfo"))}
+    return {
+        "total_mib": vals.get("MemTotal", unknown("not in /proc/meminfo")),
+        "available_mib": vals.get("MemAvailable", unknown("not in /proc/meminfo")),
+        "swap_free_mib": vals.get("SwapFree", unknown("not in /proc/meminfo")),
+    }
 
 
 def cgroup_memory() -> dict[str, Any]:
@@ -624,11 +699,33 @@ def cgroup_memory() -> dict[str, Any]:
 
 # ---------------------------------------------------------------- tmux
 
-TMUX_FIELDS = ("session_name", "window_index", "pane_index", "pane_id", "pane_pid", "pane_dead",
-               "pane_dead_status", "pane_dead_signal", "pane_dead_time", "pane_current_command",
-               "pane_start_command", "history_size", "history_limit", "pane_pipe", "remain-on-exit")
-_TMUX_INTS = {"window_index", "pane_index", "pane_pid", "pane_dead_status", "pane_dead_signal",
-              "pane_dead_time", "history_size", "history_limit"}
+TMUX_FIELDS = (
+    "session_name",
+    "window_index",
+    "pane_index",
+    "pane_id",
+    "pane_pid",
+    "pane_dead",
+    "pane_dead_status",
+    "pane_dead_signal",
+    "pane_dead_time",
+    "pane_current_command",
+    "pane_start_command",
+    "history_size",
+    "history_limit",
+    "pane_pipe",
+    "remain-on-exit",
+)
+_TMUX_INTS = {
+    "window_index",
+    "pane_index",
+    "pane_pid",
+    "pane_dead_status",
+    "pane_dead_signal",
+    "pane_dead_time",
+    "history_size",
+    "history_limit",
+}
 
 
 def tmux_pane(target: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def load_snapshot(path: str) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise TriageError(f"{path}: not a JSON snapshot ({e.msg} at line {e.lineno})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("triage.snapshot/"):
-        raise TriageError(f"{path}: not a triage snapshot (no \"schema\": \"{SNAPSHOT_SCHEMA}\")")
+        raise TriageError(f'{path}: not a triage snapshot (no "schema": "{SNAPSHOT_SCHEMA}")')
     return data
 
 
@@ -83,29 +83,46 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(entries, int):
         f["inductor_cache.cold"] = False
     else:
-        f["inductor_cache.cold"] = (entries if isinstance(entries, Unknown)
-                                    else Unknown("unreadable"))
+        f["inductor_cache.cold"] = entries if isinstance(entries, Unknown) else Unknown("unreadable")
 
     g, why = _section(snap, "gpus")
     devices = g.get("devices")
     if why is not None or not isinstance(devices, list):
         u = why or Unknown("no GPU list")
-        for key in ("gpu.count", "gpu.all.memory_used_mib", "gpu.any.memory_used_mib",
-                  "gpu.all.utilization_pct", "gpu.any.utilization_pct",
-                  "gpu.any.ecc_uncorrected", "driver.version", "driver.cuda"):
+        for key in (
+            "gpu.count",
+            "gpu.all.memory_used_mib",
+            "gpu.any.memory_used_mib",
+            "gpu.all.utilization_pct",
+            "gpu.any.utilization_pct",
+            "gpu.any.ecc_uncorrected",
+            "driver.version",
+            "driver.cuda",
+        ):
             f[key] = u
     else:
         f["gpu.count"] = len(devices)
         f["driver.version"] = _val(g.get("driver_version", Unknown("not recorded")))
         f["driver.cuda"] = _val(g.get("cuda_driver_version", Unknown("not recorded")))
-        for field in ("memory_used_mib", "memory_total_mib", "utilization_pct", "ecc_uncorrected",
-                      "retired_pages", "remapped_rows_failed", "temperature_c",
-                      "ecc_uncorrected_aggregate", "retired_pages_pending",
-                      "remapped_rows_pending", "remapped_rows_uncorrectable", "power_w"):
+        for field in (
+            "memory_used_mib",
+            "memory_total_mib",
+            "utilization_pct",
+            "ecc_uncorrected",
+            "retired_pages",
+            "remapped_rows_failed",
+            "temperature_c",
+            "ecc_uncorrected_aggregate",
+            "retired_pages_pending",
+            "remapped_rows_pending",
+            "remapped_rows_uncorrectable",
+            "power_w",
+        ):
             vals = [_val(d.get(field)) for d in devices if isinstance(d, dict)]
             known = [v for v in vals if v is not None and not isinstance(v, Unknown)]
-            f[f"gpu.all.{field}"] = known if len(known) == len(vals) and vals else Unknown(
-                f"{field} unreadable on some GPU")
+            f[f"gpu.all.{field}"] = (
+                known if len(known) == len(vals) and vals else Unknown(f"{field} unreadable on some GPU")
+            )
             f[f"gpu.any.{field}"] = known if known else Unknown(f"{field} unreadable")
         f["gpu.names"] = [d.get("name") for d in devices if isinstance(d, dict)]
         _gpu_facts([d for d in devices if isinstance(d, dict)], f)
@@ -115,10 +132,19 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         reason = why or Unknown(str(k.get("reason", "kernel log unreadable")))
         f["kernel.readable"] = False
         f["kernel.reason"] = reason.reason
-        for key in ("kernel.xid", "kernel.oom_killer", "kernel.xid_text", "kernel.oom_killed",
-                    "kernel.fallen_off_bus", "kernel.fallen_off_bus_text", "kernel.xid_other",
-                    "kernel.xid_other_hw", "kernel.xid_other_text", "kernel.xid_ecc",
-                    "kernel.xid_ecc_text"):
+        for key in (
+            "kernel.xid",
+            "kernel.oom_killer",
+            "kernel.xid_text",
+            "kernel.oom_killed",
+            "kernel.fallen_off_bus",
+            "kernel.fallen_off_bus_text",
+            "kernel.xid_other",
+            "kernel.xid_other_hw",
+            "kernel.xid_other_text",
+            "kernel.xid_ecc",
+            "kernel.xid_ecc_text",
+        ):
             f[key] = reason
     else:
         f["kernel.readable"] = True
@@ -126,26 +152,35 @@ def facts_from_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         f["kernel.xid"] = [int(x["code"]) for x in xids]
         f["kernel.xid_text"] = _xid_text(xids)
         f["kernel.oom_killer"] = bool(k.get("oom_killer"))
-        f["kernel.oom_killed"] = ", ".join(dict.fromkeys(
-            f"{o.get('process', '?')} (pid {o['pid']})" for o in k.get("oom_killer") or []
-            if isinstance(o, dict) and "pid" in o)) or None
+        f["kernel.oom_killed"] = (
+            ", ".join(
+                dict.fromkeys(
+                    f"{o.get('process', '?')} (pid {o['pid']})"
+                    for o in k.get("oom_killer") or []
+                    if isinstance(o, dict) and "pid" in o
+                )
+            )
+            or None
+        )
         f["kernel.fallen_off_bus"] = bool(k.get("fallen_off_bus")) or 79 in f["kernel.xid"]
-        f["kernel.fallen_off_bus_text"] = (
-            _xid_text([x for x in xids if int(x["code"]) == 79])
-            or next(iter(k.get("fallen_off_bus") or []), None))
+        f["kernel.fallen_off_bus_text"] = _xid_text([x for x in xids if int(x["code"]) == 79]) or next(
+            iter(k.get("fallen_off_bus") or []), None
+        )
         table = xid_table()
-        other = [c for c in dict.fromkeys(f["kernel.xid"])
-                 if c not in table or table[c].signature == "xid-error"]
+        other = [
+            c for c in dict.fromkeys(f["kernel.xid"]) if c not in table or table[c].signature == "xid-error"
+        ]
         f["kernel.xid_other"] = other
         # the codes the catalog blames on the GPU itself (not the app, not a follow-up)
         f["kernel.xid_other_hw"] = [c for c in other if c in table and table[c].cause == "hardware"]
         f["kernel.xid_other_text"] = _xid_text([x for x in xids if int(x["code"]) in other])
         # memory errors whose catalog action is more than IGNORE (63, 92 are notices)
-        f["kernel.xid_ecc"] = [c for c in dict.fromkeys(f["kernel.xid"])
-                               if c in table and table[c].signature == "gpu-ecc-error"
-                               and table[c].action != "IGNORE"]
-        f["kernel.xid_ecc_text"] = _xid_text(
-            [x for x in xids if int(x["code"]) in f["kernel.xid_ecc"]])
+        f["kernel.xid_ecc"] = [
+            c
+            for c in dict.fromkeys(f["kernel.xid"])
+            if c in table and table[c].signature == "gpu-ecc-error" and table[c].action != "IGNORE"
+        ]
+        f["kernel.xid_ecc_text"] = _xid_text([x for x in xids if int(x["code"]) in f["kernel.xid_ecc"]])
     _derived(snap, f)
     return f
 
@@ -158,8 +193,7 @@ def _norm(name: str) -> str:
 # device_map loading and the Trainer), by transformers version, for snapshots that did
 # not record it (shared/reference/messages.md section 10; boundaries between checked
 # wheels). Newest first: (transformers >= this, needs accelerate >= that).
-ACCELERATE_NEEDED = (((5, 0), "1.1.0"), ((4, 46), "0.26.0"), ((4, 40), "0.21.0"),
-                     ((4, 30), "0.20.1"))
+ACCELERATE_NEEDED = (((5, 0), "1.1.0"), ((4, 46), "0.26.0"), ((4, 40), "0.21.0"), ((4, 30), "0.20.1"))
 BUSY_MIB = 1024  # a GPU holding at least this much (or any process) is in use
 
 
@@ -181,8 +215,7 @@ def _package_facts(snap: dict[str, Any], pk: dict[str, Any], f: dict[str, Any]) 
             f[f"imports.{n}"] = ok
             if ok:
                 # importable without metadata (PYTHONPATH, vendored): the module's version
-                f[f"package.{n}"] = (ver if isinstance(ver, str)
-                                     else str(imp.get("version") or "unknown"))
+                f[f"package.{n}"] = ver if isinstance(ver, str) else str(imp.get("version") or "unknown")
             else:
                 f[f"package.{n}"] = None
                 f[f"import_error.{n}"] = str(imp.get("error", "import failed"))
@@ -193,13 +226,15 @@ def _package_facts(snap: dict[str, Any], pk: dict[str, Any], f: dict[str, Any]) 
             f[f"package.{n}"] = ver  # an older snapshot without import checks: installed
     tr = snap.get("transformers")
     need = tr.get("accelerate_min_version") if isinstance(tr, dict) else None
-    tv = version_tuple(f.get("package.transformers")) if isinstance(
-        f.get("package.transformers"), str) else None
+    tv = (
+        version_tuple(f.get("package.transformers"))
+        if isinstance(f.get("package.transformers"), str)
+        else None
+    )
     if not isinstance(need, str) and tv is not None:
         need = next((v for since, v in ACCELERATE_NEEDED if tv >= since), None)
     acc = f.get("package.accelerate", Unknown("not recorded"))
-    f["accelerate.required"] = (need if isinstance(need, str)
-                                else Unknown("transformers version unknown"))
+    f["accelerate.required"] = need if isinstance(need, str) else Unknown("transformers version unknown")
     if isinstance(need, str) and isinstance(acc, str) and version_tuple(acc) is not None:
         f["accelerate.sufficient"] = _vge(acc, need)
     elif acc is None and "package.accelerate" in f:
@@ -222,8 +257,7 @@ def _gpu_facts(devices: list[dict[str, Any]], f: dict[str, Any]) -> None:
         idx = d.get("index", i)
         mem = _val(d.get("memory_used_mib"))
         procs = _val(d.get("processes"))
-        if (isinstance(mem, int | float) and mem >= BUSY_MIB) or (
-                isinstance(procs, list) and procs):
+        if (isinstance(mem, int | float) and mem >= BUSY_MIB) or (isinstance(procs, list) and procs):
             busy.append(idx)
         elif isinstance(mem, int | float):
             idle.append(idx)
@@ -233,11 +267,18 @@ def _gpu_facts(devices: list[dict[str, Any]], f: dict[str, Any]) -> None:
     f["gpu.busy_count"] = len(busy)
     f["gpu.idle_count"] = len(idle)
     caps = [_val(d.get("cuda_capability")) for d in devices]
-    f["gpu.capabilities"] = ([c for c in caps if isinstance(c, str)]
-                             if caps and all(isinstance(c, str) for c in caps)
-                             else Unknown("compute capability unreadable"))
-    reasons = {r for d in devices if isinstance(d.get("throttle_reasons"), list)
-               for r in d["throttle_reasons"] if r != "gpu_idle"}
+    f["gpu.capabilities"] = (
+        [c for c in caps if isinstance(c, str)]
+        if caps and all(isinstance(c, str) for c in caps)
+        else Unknown("compute capability unreadable")
+    )
+    reasons = {
+        r
+        for d in devices
+        if isinstance(d.get("throttle_reasons"), list)
+        for r in d["throttle_reasons"]
+        if r != "gpu_idle"
+    }
     f["gpu.throttle_reasons"] = sorted(reasons)
 
 
@@ -254,8 +295,13 @@ def _derived(snap: dict[str, Any], f: dict[str, Any]) -> None:
     """Facts that compare two readings (rules compare a fact with a constant only)."""
     tc, dc = f.get("torch.cuda"), f.get("driver.cuda")
     if isinstance(tc, Unknown) or isinstance(dc, Unknown) or "driver.cuda" not in f:
-        why = tc if isinstance(tc, Unknown) else dc if isinstance(dc, Unknown) else Unknown(
-            "driver CUDA version not recorded")
+        why = (
+            tc
+            if isinstance(tc, Unknown)
+            else dc
+            if isinstance(dc, Unknown)
+            else Unknown("driver CUDA version not recorded")
+        )
         f["torch.cuda_newer_than_driver"] = why
         f["torch.cuda_major_newer_than_driver"] = why
     elif tc is None or dc is None:
@@ -269,23 +315,29 @@ def _derived(snap: dict[str, Any], f: dict[str, Any]) -> None:
         else:
             f["torch.cuda_newer_than_driver"] = t[:2] > d[:2]
             f["torch.cuda_major_newer_than_driver"] = t[0] > d[0]
-    f["gpu.arch_unsupported"] = _arch_unsupported(f.get("torch.arch_list"),
-                                                  f.get("gpu.capabilities"))
+    f["gpu.arch_unsupported"] = _arch_unsupported(f.get("torch.arch_list"), f.get("gpu.capabilities"))
     un = f["gpu.arch_unsupported"]
-    f["torch.arch_ok"] = (un if isinstance(un, Unknown) else None if un is None
-                          else not un)
+    f["torch.arch_ok"] = un if isinstance(un, Unknown) else None if un is None else not un
 
     cg = _val(snap.get("cgroup"))
     kills = _val(cg.get("oom_kill")) if isinstance(cg, dict) else Unknown("cgroup not recorded")
     f["cgroup.oom_kill"] = kills if kills is not None else Unknown("not recorded")
 
     tm, tm_why = _section(snap, "tmux")
-    for key in ("pane_dead", "pane_dead_status", "pane_dead_signal", "pane_pid", "history_size",
-                "pane_pipe", "remain_on_exit"):
+    for key in (
+        "pane_dead",
+        "pane_dead_status",
+        "pane_dead_signal",
+        "pane_pid",
+        "history_size",
+        "pane_pipe",
+        "remain_on_exit",
+    ):
         f[f"tmux.{key}"] = _val(tm.get(key, tm_why or Unknown("not recorded")))
     probe = snap.get("probe")
-    f["probe.complete"] = (bool(probe.get("complete")) if isinstance(probe, dict)
-                           else Unknown("no probe recorded"))
+    f["probe.complete"] = (
+        bool(probe.get("complete")) if isinstance(probe, dict) else Unknown("no probe recorded")
+    )
 
 
 def _arch_unsupported(arch: Any, caps: Any) -> Any:
@@ -311,8 +363,9 @@ def _arch_unsupported(arch: Any, caps: Any) -> Any:
         if v is None or len(v) < 2:
             continue
         major, minor = v[0], v[1]
-        ok = (any(major == sm_major and sm_minor <= minor for sm_major, sm_minor in sms)
-              or any(p <= (major, minor) for p in ptx))
+        ok = any(major == sm_major and sm_minor <= minor for sm_major, sm_minor in sms) or any(
+            p <= (major, minor) for p in ptx
+        )
         if not ok:
             out.append(f"sm_{major}{minor}")
     return sorted(set(out))

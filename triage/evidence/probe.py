@@ -120,8 +120,12 @@ def torch_info(installed: Any) -> dict[str, Any]:
         import torch
     except BaseException as e:
         cuda = cuda_from_local_version(installed)
-        return {"installed": True, "version": installed, "import_error": error_text(e),
-                "cuda": cuda if cuda else {"unknown": "torch does not import: " + error_text(e)}}
+        return {
+            "installed": True,
+            "version": installed,
+            "import_error": error_text(e),
+            "cuda": cuda if cuda else {"unknown": "torch does not import: " + error_text(e)},
+        }
     info: dict[str, Any] = {"installed": True, "version": str(torch.__version__)}
     ver = getattr(torch, "version", None)
     info["cuda"] = getattr(ver, "cuda", None)
@@ -148,7 +152,7 @@ def torch_info(installed: Any) -> dict[str, Any]:
     # torch explains a failed CUDA init only in a warning ("driver too old", ...)
     msgs = [str(w.message).strip() for w in caught if "CUDA" in str(w.message)]
     if msgs:
-        info["cuda_init_warning"] = msgs[0][:ERROR_CHARS * 2]
+        info["cuda_init_warning"] = msgs[0][: ERROR_CHARS * 2]
     try:
         info["device_count"] = int(torch.cuda.device_count()) if info["cuda_available"] else 0
     except BaseException as e:

@@ -25,8 +25,10 @@ _PID_RE = re.compile(r"^pid=(?P<pid>'?<?\w+>?'?),\s*name=(?P<name>[^,]*),\s*")
 # and the last line of the three-line `NVRM: The NVIDIA GPU 0000:5d:00.0` / `NVRM: (PCI
 # ID: 10de:2330) installed in this system has` / `NVRM: fallen off the bus and is not
 # responding to commands.` (printed when the GPU is lost at probe time, with no Xid)
-FELL_OFF_RE = re.compile(r"NVRM: GPU (?P<pci>[0-9A-Fa-f:.]+): GPU has fallen off the bus"
-                         r"|NVRM: fallen off the bus and is not responding to commands")
+FELL_OFF_RE = re.compile(
+    r"NVRM: GPU (?P<pci>[0-9A-Fa-f:.]+): GPU has fallen off the bus"
+    r"|NVRM: fallen off the bus and is not responding to commands"
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,15 @@ def xid_table() -> dict[int, XidInfo]:
     data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
     out: dict[int, XidInfo] = {}
     for code, row in data.get("xid", {}).items():
-        out[int(code)] = XidInfo(int(code), row["name"], row["action"], row["investigate"],
-                                 row["cause"], row.get("note", ""), row["signature"])
+        out[int(code)] = XidInfo(
+            int(code),
+            row["name"],
+            row["action"],
+            row["investigate"],
+            row["cause"],
+            row.get("note", ""),
+            row["signature"],
+        )
     return out
 
 
@@ -72,7 +81,7 @@ def parse_xid_line(text: str) -> dict[str, Any] | None:
     if not m:
         return None
     # what follows the code: `, pid=..., name=..., <message>` or `: <message>`
-    rest = text[m.end():].lstrip(",: ").strip()
+    rest = text[m.end() :].lstrip(",: ").strip()
     out: dict[str, Any] = {"code": int(m.group("code"))}
     if m.group("pci"):
         out["pci"] = m.group("pci")
@@ -82,7 +91,7 @@ def parse_xid_line(text: str) -> dict[str, Any] | None:
         if pid.isdigit():
             out["pid"] = int(pid)
         out["process"] = pm.group("name").strip()
-        rest = rest[pm.end():]
+        rest = rest[pm.end() :]
     out["message"] = rest
     out["text"] = text.strip()[:500]
     return out

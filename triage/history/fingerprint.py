@@ -22,21 +22,29 @@ from triage.model import Report
 # Masks, in order: the wider shapes first, so a timestamp is one <time>, not three <n>.
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
-    (re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"),
-     "<time>"),
+    (re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"), "<time>"),
     (re.compile(r"\b\d\d?:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
     (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
     # a path starts at a slash (or ~/, ./) that no word char precedes: "tok/s" stays
     (re.compile(r"(?<![\w.<>/-])(?:~|\.{1,2})?(?:/[^\s'\"`:,;()\[\]{}<>]+)+/?"), "<path>"),
-    (re.compile(r"\b[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]*\b|\b[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]*\b",
-                re.I), "<hex>"),
+    (
+        re.compile(r"\b[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]*\b|\b[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]*\b", re.I),
+        "<hex>",
+    ),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
 )
 MAX_TEMPLATE = 240
 # Frames of libraries, not of the user's code: the innermost in-app frame is the first
 # frame from the end whose file is under none of these.
-LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python", "<frozen", "/usr/lib/",
-                 "importlib/", "<string>")
+LIBRARY_PARTS = (
+    "site-packages/",
+    "dist-packages/",
+    "/lib/python",
+    "<frozen",
+    "/usr/lib/",
+    "importlib/",
+    "<string>",
+)
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<fn>[^\s]+)')
 
 
@@ -89,8 +97,9 @@ def signature_of(report: Report) -> str | None:
     for d in report.diagnoses:
         if d.role == "consequence" or d.fallback:
             continue
-        if any(e.source not in (None, "snapshot") and not e.text.startswith("log ends (")
-               for e in d.evidence):
+        if any(
+            e.source not in (None, "snapshot") and not e.text.startswith("log ends (") for e in d.evidence
+        ):
             return d.signature
     return None
 
@@ -104,14 +113,19 @@ def fingerprint(report: Report, redact: Any = None) -> Fingerprint:
     parts: dict[str, Any]
     if err is not None:
         kind = "error"
-        parts = {"signature": signature_of(report) or "unclassified",
-                 "error": mask(clean(err.text.split("\n", 1)[0])),
-                 "frame": in_app_frame(report.error_frames or err.context)}
+        parts = {
+            "signature": signature_of(report) or "unclassified",
+            "error": mask(clean(err.text.split("\n", 1)[0])),
+            "frame": in_app_frame(report.error_frames or err.context),
+        }
     else:
         kind = "end"
         sig = signature_of(report)
-        parts = {"end_state": end.kind, "last_phase": end.last_phase,
-                 "last_line": mask(clean(end.last_text)) if end.last_text else ""}
+        parts = {
+            "end_state": end.kind,
+            "last_phase": end.last_phase,
+            "last_line": mask(clean(end.last_text)) if end.last_text else "",
+        }
         if sig:  # a log that shows a cause but no traceback (a bare NCCL WARN, Killed)
             parts["signature"] = sig
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)

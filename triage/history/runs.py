@@ -18,7 +18,11 @@ from pathlib import Path
 # a scheduler here).
 JOB_NAME_ENV: tuple[str, ...] = (
     "TRIAGE_RUN",  # the user's own, for wrappers that cannot pass --run
-    "SLURM_JOB_NAME", "PBS_JOBNAME", "LSB_JOBNAME", "JOB_NAME", "KUBERNETES_JOB_NAME",
+    "SLURM_JOB_NAME",
+    "PBS_JOBNAME",
+    "LSB_JOBNAME",
+    "JOB_NAME",
+    "KUBERNETES_JOB_NAME",
 )
 _LONG_DIGITS = re.compile(r"\d{4,}")
 
@@ -36,8 +40,14 @@ class Run:
         return {"key": self.key, "name": self.name, "via": self.via}
 
 
-def derive_run(paths: Sequence[str], *, name: str | None = None, tmux: str | None = None,
-               env: Mapping[str, str] | None = None, cwd: str | None = None) -> Run:
+def derive_run(
+    paths: Sequence[str],
+    *,
+    name: str | None = None,
+    tmux: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> Run:
     """The run of a triage of `paths` (see the module's docstring for the order)."""
     if name:
         return Run(f"run:{name}", name, "run")

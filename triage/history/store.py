@@ -33,31 +33,56 @@ class HistoryError(Exception):
 # (version, statements). `{id}` is the auto-numbered key of each backend. Never edit a
 # shipped migration: add the next one.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (1, (
-        "CREATE TABLE crashes ("
-        " id {id},"
-        " recorded_at DOUBLE PRECISION NOT NULL,"  # seconds since the epoch, UTC
-        " day TEXT NOT NULL,"  # YYYY-MM-DD (UTC): the stats' day without date functions
-        " host TEXT NOT NULL,"
-        " run_key TEXT NOT NULL, run_name TEXT NOT NULL, run_via TEXT NOT NULL,"
-        " fingerprint TEXT NOT NULL, fp_kind TEXT NOT NULL, fp_parts TEXT NOT NULL,"
-        " label TEXT NOT NULL,"
-        " signature TEXT, confidence TEXT,"
-        " failed INTEGER NOT NULL,"
-        " diagnoses TEXT NOT NULL, ruled_out TEXT NOT NULL, facts TEXT NOT NULL,"
-        " sources TEXT NOT NULL, log_id TEXT,"
-        " command TEXT NOT NULL, triage_version TEXT NOT NULL)",
-        "CREATE INDEX crashes_run ON crashes (run_key, id)",
-    )),
-    (2, (
-        "CREATE INDEX crashes_fingerprint ON crashes (fingerprint, id)",
-        "CREATE INDEX crashes_day ON crashes (day, signature)",
-    )),
+    (
+        1,
+        (
+            "CREATE TABLE crashes ("
+            " id {id},"
+            " recorded_at DOUBLE PRECISION NOT NULL,"  # seconds since the epoch, UTC
+            " day TEXT NOT NULL,"  # YYYY-MM-DD (UTC): the stats' day without date functions
+            " host TEXT NOT NULL,"
+            " run_key TEXT NOT NULL, run_name TEXT NOT NULL, run_via TEXT NOT NULL,"
+            " fingerprint TEXT NOT NULL, fp_kind TEXT NOT NULL, fp_parts TEXT NOT NULL,"
+            " label TEXT NOT NULL,"
+            " signature TEXT, confidence TEXT,"
+            " failed INTEGER NOT NULL,"
+            " diagnoses TEXT NOT NULL, ruled_out TEXT NOT NULL, facts TEXT NOT NULL,"
+            " sources TEXT NOT NULL, log_id TEXT,"
+            " command TEXT NOT NULL, triage_version TEXT NOT NULL)",
+            "CREATE INDEX crashes_run ON crashes (run_key, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            "CREATE INDEX crashes_fingerprint ON crashes (fingerprint, id)",
+            "CREATE INDEX crashes_day ON crashes (day, signature)",
+        ),
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
-COLUMNS = ("recorded_at", "day", "host", "run_key", "run_name", "run_via", "fingerprint",
-           "fp_kind", "fp_parts", "label", "signature", "confidence", "failed", "diagnoses",
-           "ruled_out", "facts", "sources", "log_id", "command", "triage_version")
+COLUMNS = (
+    "recorded_at",
+    "day",
+    "host",
+    "run_key",
+    "run_name",
+    "run_via",
+    "fingerprint",
+    "fp_kind",
+    "fp_parts",
+    "label",
+    "signature",
+    "confidence",
+    "failed",
+    "diagnoses",
+    "ruled_out",
+    "facts",
+    "sources",
+    "log_id",
+    "command",
+    "triage_version",
+)
 # How long a writer waits for a busy store's lock, and a connection for a server, before
 # the triage goes on without the history (one warning). Enough for 64 jobs recording at
 # once; TRIAGE_HISTORY_TIMEOUT (seconds) changes it.
@@ -72,6 +97,8 @@ def timeout_s() -> float:
     except ValueError:
         return DEFAULT_TIMEOUT_S
     return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
 PG_LOCK_KEY = 7_211_802  # pg_advisory_xact_lock: one migration at a time
 STATE_ENV = "XDG_STATE_HOME"
 
@@ -182,8 +209,10 @@ class Store:
 
     def _apply(self, cur: Any, have: int, id_type: str) -> None:
         if have > LATEST:
-            raise HistoryError(f"{self.describe()}: schema version {have} is newer than this "
-                               f"triage knows ({LATEST}); upgrade triage")
+            raise HistoryError(
+                f"{self.describe()}: schema version {have} is newer than this "
+                f"triage knows ({LATEST}); upgrade triage"
+            )
         for version, statements in MIGRATIONS:
             if version <= have:
                 continue
@@ -200,14 +229,15 @@ class Store:
         if have is None or have < LATEST:
             self.migrate()
         elif have > LATEST:
-            raise HistoryError(f"{self.describe()}: schema version {have} is newer than this "
-                               f"triage knows ({LATEST}); upgrade triage")
+            raise HistoryError(
+                f"{self.describe()}: schema version {have} is newer than this "
+                f"triage knows ({LATEST}); upgrade triage"
+            )
 
     # -- records ---------------------------------------------------------------------
     def record(self, rec: Record) -> int:
         """Store `rec`; its id."""
-        q = (f"INSERT INTO crashes ({', '.join(COLUMNS)}) VALUES "
-             f"({', '.join('?' * len(COLUMNS))})")
+        q = f"INSERT INTO crashes ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
         with self._write() as cur:
             if self.param == "?":
                 cur.execute(q, rec.row())
@@ -218,8 +248,9 @@ class Store:
         rec.id = new_id
         return new_id
 
-    def query(self, where: str = "", args: Sequence[Any] = (), order: str = "id DESC",
-              limit: int | None = None) -> list[Record]:
+    def query(
+        self, where: str = "", args: Sequence[Any] = (), order: str = "id DESC", limit: int | None = None
+    ) -> list[Record]:
         """Records matching a WHERE clause (with `?` placeholders)."""
         q = SELECT + (f" WHERE {where}" if where else "") + f" ORDER BY {order}"
         if limit is not None:
@@ -309,6 +340,7 @@ class SqliteStore(Store):
                     return None
                 raise
             return int(row[0]) if row else None
+
         return self._retry(read)  # type: ignore[no-any-return]
 
     def migrate(self) -> int:
@@ -334,12 +366,12 @@ class PostgresStore(Store):
         try:
             import psycopg
         except ModuleNotFoundError:
-            raise HistoryError(f"{self.describe()}: PostgreSQL needs psycopg "
-                               "(pip install 'triage[postgres]')") from None
+            raise HistoryError(
+                f"{self.describe()}: PostgreSQL needs psycopg (pip install 'triage[postgres]')"
+            ) from None
         self._psycopg = psycopg
         try:
-            self.conn = psycopg.connect(url, connect_timeout=max(1, round(timeout_s())),
-                                        autocommit=True)
+            self.conn = psycopg.connect(url, connect_timeout=max(1, round(timeout_s())), autocommit=True)
         except psycopg.Error as e:
             raise HistoryError(f"{self.describe()}: cannot connect ({_why(e)})") from None
 
@@ -400,11 +432,11 @@ def open_store(url: str | None = None) -> Store:
         store = PostgresStore(url)
     elif url.startswith("sqlite:"):
         # sqlite:///abs/path, sqlite:////abs/path (SQLAlchemy's spelling), sqlite:rel/path
-        store = SqliteStore(Path(re.sub(r"^/+", "/", re.sub(r"^sqlite:(//)?", "", url)))
-                            .expanduser())
+        store = SqliteStore(Path(re.sub(r"^/+", "/", re.sub(r"^sqlite:(//)?", "", url))).expanduser())
     elif "://" in url:
-        raise HistoryError(f"unsupported history URL {url.split('://', 1)[0]}://...: use "
-                           "postgresql://... or sqlite:///PATH")
+        raise HistoryError(
+            f"unsupported history URL {url.split('://', 1)[0]}://...: use postgresql://... or sqlite:///PATH"
+        )
     else:
         store = SqliteStore(Path(url).expanduser())
     try:

@@ -108,18 +108,24 @@ class Ingest:
                         yield from self._lines(ready, name, seq)
                         seq += len(ready)
                     if raw.cut_bytes:
-                        self.notes.append(f"{name}:{raw.lineno}: a line of {_size(raw.length)} "
-                                          "was cut to its head and tail")
+                        self.notes.append(
+                            f"{name}:{raw.lineno}: a line of {_size(raw.length)} was cut to its head and tail"
+                        )
             except TruncatedInput as e:
                 stats.damaged = True
                 self.notes.append(str(e) + "; the lines before the damage were read")
             ready = ranks.decide()
             yield from self._lines(ready, name, seq)
             seq += len(ready)
-            self.sources.append(SourceInfo(
-                path=name, lines=stats.lines, ranks=ranks.of_source(),
-                truncated=stats.ends_without_newline or stats.damaged,
-                ends_without_newline=stats.ends_without_newline))
+            self.sources.append(
+                SourceInfo(
+                    path=name,
+                    lines=stats.lines,
+                    ranks=ranks.of_source(),
+                    truncated=stats.ends_without_newline or stats.damaged,
+                    ends_without_newline=stats.ends_without_newline,
+                )
+            )
 
     @staticmethod
     def _lines(ready: list[tuple[int, Peeled, int | None]], name: str, seq: int) -> Iterator[Line]:
@@ -136,8 +142,12 @@ class Ingest:
         fh = open_binary(path)
         damage: list[TruncatedInput] = []
         try:
-            yield from windows(self._progress(until_damaged(read_chunks(fh, path), damage)),
-                               self.scanner, head=self._head_lines, tail_bytes=self._tail_bytes)
+            yield from windows(
+                self._progress(until_damaged(read_chunks(fh, path), damage)),
+                self.scanner,
+                head=self._head_lines,
+                tail_bytes=self._tail_bytes,
+            )
         finally:
             fh.close()
         if damage:
@@ -186,7 +196,7 @@ def _tail(path: str) -> Iterator[RawLine | Gap]:
         data = fh.read()
     if start:
         nl = data.find(b"\n")
-        data = data[nl + 1:] if nl >= 0 else b""
+        data = data[nl + 1 :] if nl >= 0 else b""
         before += 1
         yield Gap(before)
     for raw in split_lines([data]):

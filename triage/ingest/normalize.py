@@ -73,6 +73,7 @@ def _clock_ts(m: re.Match[str]) -> float | None:
     frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
     return h * 3600 + mi * 60 + s + frac + _YEARLESS_BASE
 
+
 Handler = Callable[[re.Match[str], Peeled], None]
 
 
@@ -80,6 +81,7 @@ def _rank(group: str) -> Handler:
     def h(m: re.Match[str], p: Peeled) -> None:
         if p.rank is None:
             p.rank = int(m.group(group))
+
     return h
 
 
@@ -87,6 +89,7 @@ def _ts(fn: Callable[[re.Match[str]], float | None]) -> Handler:
     def h(m: re.Match[str], p: Peeled) -> None:
         if p.ts is None:
             p.ts = fn(m)
+
     return h
 
 
@@ -94,8 +97,10 @@ def _drop(m: re.Match[str], p: Peeled) -> None:
     return None
 
 
-_ISO = (r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-        r"(?:[.,](?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?")
+_ISO = (
+    r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:[.,](?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?"
+)
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)"
 
 # (name, regex anchored at the start, handler). Tried in order, repeatedly, so
@@ -112,18 +117,30 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)"), _drop),
     # timestamps
     ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*|(?<=\])(?=\[))"), _ts(_iso_ts)),
-    ("glog", re.compile(
-        r"\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-        r"(?:\.(?P<frac>\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]+:\d+\]\s?"), _ts(_glog_ts)),
+    (
+        "glog",
+        re.compile(
+            r"\[?[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+            r"(?:\.(?P<frac>\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]+:\d+\]\s?"
+        ),
+        _ts(_glog_ts),
+    ),
     ("glog-old", re.compile(r"\[[IWEF] [\w./-]+:\d+\]\s?"), _drop),
-    ("syslog", re.compile(
-        r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-        r"(?:\.\d+)? [\w.-]+ [\w./@-]+(?:\[\d+\])?:\s"), _ts(_syslog_ts)),
-    ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"),
-     _drop),
+    (
+        "syslog",
+        re.compile(
+            r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+            r"(?:\.\d+)? [\w.-]+ [\w./@-]+(?:\[\d+\])?:\s"
+        ),
+        _ts(_syslog_ts),
+    ),
+    ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"), _drop),
     ("dmesg", re.compile(r"\[\s*\d+\.\d{3,}\]\s?"), _drop),
-    ("clock", re.compile(r"\[?(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]?\s+(?=\S)"),
-     _ts(lambda m: _clock_ts(m))),
+    (
+        "clock",
+        re.compile(r"\[?(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]?\s+(?=\S)"),
+        _ts(lambda m: _clock_ts(m)),
+    ),
     # logger prefixes
     ("deepspeed", re.compile(r"\[" + _LEVEL + r"\]\s*(?:\[[\w./-]+:\d+:\w+\]\s*)?"), _drop),
     ("py-logging", re.compile(_LEVEL + r":[\w.<>-]*:\s?"), _drop),
@@ -141,6 +158,7 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("viewer-lineno-bracket", re.compile(r"\[\d{1,7}\] (?=\S)"), _drop),
     ("gh-lineno", re.compile(r"L?\d{1,7}:\s"), _drop),
 ]
+
 
 class _Groups:
     """A view of one row's groups inside the combined prefix regex."""
@@ -221,7 +239,7 @@ def split_glued(text: str) -> list[str]:
 
 
 def _split_escaped(text: str) -> list[str]:
-    if "\\n" in text and ("Traceback" in text or "Error" in text or "File \"" in text):
+    if "\\n" in text and ("Traceback" in text or "Error" in text or 'File "' in text):
         parts = [p for p in ESCAPED_NL_RE.split(text) if p.strip()]
         return parts or [text]
     return [text]
@@ -234,8 +252,8 @@ def _split_bars(text: str) -> list[str]:
     pos = 0
     for m in BAR_RE.finditer(text):
         # a postfix such as ", loss=0.1]" is part of the bar: it ends at the closing ]
-        if text[m.end():].strip():
-            out.append(text[pos:m.end()].strip())
+        if text[m.end() :].strip():
+            out.append(text[pos : m.end()].strip())
             pos = m.end()
     if not out:
         return [text]
@@ -251,14 +269,14 @@ def peel(text: str, state: SourceState) -> Peeled:
         m = SRUN_LABEL.match(t)
         if m:
             _srun_label(int(m.group("r")), state, p)
-            p.text = t[m.end():]
+            p.text = t[m.end() :]
             continue
         m2 = PREFIX_ANY.match(t)
         if m2 is None or not (0 < m2.end() < len(t)) or m2.lastgroup is None:
             break
         row = int(m2.lastgroup[1:])
         PREFIXES[row][2](_Groups(m2, row), p)  # type: ignore[arg-type]
-        p.text = t[m2.end():]
+        p.text = t[m2.end() :]
     return p
 
 

@@ -50,9 +50,13 @@ def expand_paths(args: Iterable[str]) -> list[str]:
             raise TriageError(f"no such file or directory: {arg}")
         if p.is_dir():
             found = sorted(
-                (str(f) for f in p.rglob("*")
-                 if f.is_file() and not f.name.startswith(".") and _looks_like_log(f)),
-                key=natural_key)
+                (
+                    str(f)
+                    for f in p.rglob("*")
+                    if f.is_file() and not f.name.startswith(".") and _looks_like_log(f)
+                ),
+                key=natural_key,
+            )
             if not found:
                 raise TriageError(f"{arg}: folder holds no log files (*.log, *.txt, *.out, ...)")
             out.extend(found)
@@ -156,7 +160,7 @@ class _ZstdFrames:
                 continue
             want = self._header_size()
             take = min(want - len(self._buf), n - i)
-            self._buf += data[i:i + take]
+            self._buf += data[i : i + take]
             i += take
             if len(self._buf) == want:
                 self._parse()
@@ -216,7 +220,8 @@ class _ZstdStream:
         self._fh = fh
         self._frames = _ZstdFrames()
         self._reader = zstandard.ZstdDecompressor().stream_reader(  # type: ignore[attr-defined]
-            _ZstdSource(fh, self._frames), read_across_frames=True)
+            _ZstdSource(fh, self._frames), read_across_frames=True
+        )
 
     def read(self, size: int = -1) -> bytes:
         data: bytes = self._reader.read(size)
@@ -327,7 +332,7 @@ class LineCap:
         self.tail += piece
         excess = len(self.tail) - TAIL_KEEP
         if excess > 0:
-            dropped = bytes(self.tail[max(0, excess - _ESC_REACH):excess])
+            dropped = bytes(self.tail[max(0, excess - _ESC_REACH) : excess])
             self.edge = dropped if len(dropped) >= _ESC_REACH else (self.edge + dropped)[-_ESC_REACH:]
             del self.tail[:excess]
             self.cut += excess
@@ -357,7 +362,7 @@ def _trim_escapes(head: bytes, tail: bytes, edge: bytes) -> tuple[bytes, bytes]:
         before = edge[j:]
         m = _ESC_SEQ.match(before + tail[:_ESC_REACH])
         if m is not None and m.end() > len(before):
-            tail = tail[m.end() - len(before):]
+            tail = tail[m.end() - len(before) :]
     return head, tail
 
 

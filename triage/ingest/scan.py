@@ -57,14 +57,19 @@ class LiteralScanner:
     candidates than the literals alone would give.
     """
 
-    def __init__(self, literals: list[str], icase: list[str] = (),  # type: ignore[assignment]
-                 engine: str | None = None, confirm: list[Confirm] = ()) -> None:  # type: ignore[assignment]
+    def __init__(
+        self,
+        literals: list[str],
+        icase: list[str] = (),  # type: ignore[assignment]
+        engine: str | None = None,
+        confirm: list[Confirm] = (),
+    ) -> None:  # type: ignore[assignment]
         self.literals = sorted({x.encode() for x in literals if x})
         self.icase = sorted({x.encode() for x in icase if x})
         self.confirm = [c for c in confirm if c.literals]
         self._fn: Callable[[bytes], list[int]]
         self.engine = ""
-        for name in ([engine] if engine else ["hyperscan", "ahocorasick_rs", "python"]):
+        for name in [engine] if engine else ["hyperscan", "ahocorasick_rs", "python"]:
             try:
                 self._fn = getattr(self, f"_build_{name}")()
                 self.engine = name
@@ -104,8 +109,10 @@ class LiteralScanner:
         flags = [0] * len(self.literals) + [caseless] * len(self.icase)
         if not pats and not self.confirm:
             return lambda buf: []
-        wanted = (pats + [c.pattern.encode() for c in self.confirm],
-                  flags + [caseless if c.icase else 0 for c in self.confirm])
+        wanted = (
+            pats + [c.pattern.encode() for c in self.confirm],
+            flags + [caseless if c.icase else 0 for c in self.confirm],
+        )
         db = _hs_cached(*wanted)
         if db is None:
             # a pattern hyperscan refuses: find it, one at a time, and scan its literals
@@ -130,6 +137,7 @@ class LiteralScanner:
             db.scan(buf, match_event_handler=on_match)
             hits.sort()
             return hits
+
         return scan
 
     def _build_ahocorasick_rs(self) -> Callable[[bytes], list[int]]:
@@ -155,6 +163,7 @@ class LiteralScanner:
             # overlapping: a confirm literal's hit must not hide a plain one inside it
             found = ac.find_matches_as_indexes(buf.lower(), overlapping=True)
             return _confirmed(buf, iter(sorted(((s, pats[i]) for i, s, _e in found), key=_first)))
+
         return scan
 
     def _build_python(self) -> Callable[[bytes], list[int]]:
@@ -174,6 +183,7 @@ class LiteralScanner:
                         i = hay.find(lit, i + 1)
             hits.sort(key=_first)
             return _confirmed(buf, iter(hits)) if checked else [h[0] for h in hits]
+
         return scan
 
 
@@ -188,8 +198,7 @@ def _hs_compile(pats: list[bytes], flags: list[int]) -> Any:
     return db
 
 
-def _hs_cached(pats: list[bytes], flags: list[int],
-               also: tuple[list[bytes], list[int]] | None = None) -> Any:
+def _hs_cached(pats: list[bytes], flags: list[int], also: tuple[list[bytes], list[int]] | None = None) -> Any:
     """A hyperscan database for these patterns, from the on-disk cache when it has one:
     compiling the rules' patterns takes about a second, loading them milliseconds.
     Where the cache cannot be read or written, it is compiled each time. `also`: other
@@ -306,14 +315,14 @@ def native_superset(src: str) -> str | None:
             if nx == "s" and (i >= n or src[i] not in "*+?{"):
                 out.append("{1,3}")  # one space character: up to three bytes
             if nx == "x":  # \xHH
-                out.append(src[i:i + 2])
+                out.append(src[i : i + 2])
                 i += 2
             continue
         if ch == "[":
             j = _class_end(src, i)
             if j < 0:
                 return None
-            body = src[i + 1:j]
+            body = src[i + 1 : j]
             if any(ord(c) > 127 for c in body) or "[" in body.replace("\\[", ""):
                 return None  # a non-ASCII member is several bytes; nested sets: no form
             if body.startswith("^"):
@@ -440,10 +449,17 @@ class Gap:
     lines: int
 
 
-def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = BEFORE,
-            after: int = AFTER, head: int = HEAD_LINES, tail_bytes: int = TAIL_BYTES,
-            sample_bytes: int = SAMPLE_BYTES,
-            sample_lines: int = SAMPLE_LINES) -> Iterator[RawLine | Gap]:
+def windows(
+    chunks: Iterator[bytes],
+    scanner: LiteralScanner,
+    *,
+    before: int = BEFORE,
+    after: int = AFTER,
+    head: int = HEAD_LINES,
+    tail_bytes: int = TAIL_BYTES,
+    sample_bytes: int = SAMPLE_BYTES,
+    sample_lines: int = SAMPLE_LINES,
+) -> Iterator[RawLine | Gap]:
     """Yield the lines around literal hits (and the head, the tail, and `sample_lines`
     lines after every `sample_bytes` of input), in order, with their true line numbers,
     and a `Gap` where lines were skipped.
@@ -477,7 +493,7 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
                 continue
         first: RawLine | None = None  # the carried line, finished with this chunk's start
         if cap is not None and cut:
-            cap.add(cur[:buf.find(b"\n") - len(carry)])
+            cap.add(cur[: buf.find(b"\n") - len(carry)])
             first = cap.line(base + 1, True)
             cap = None
         data, carry = buf[:cut], buf[cut:]
@@ -509,8 +525,13 @@ def windows(chunks: Iterator[bytes], scanner: LiteralScanner, *, before: int = B
                 if ln > emitted:
                     if first is not None and ln == first.lineno:
                         raw = first
-                    yield RawLine(ln, raw.data, raw.complete or end < len(data) or bool(carry),
-                                  raw.cut_bytes, raw.length)
+                    yield RawLine(
+                        ln,
+                        raw.data,
+                        raw.complete or end < len(data) or bool(carry),
+                        raw.cut_bytes,
+                        raw.length,
+                    )
                     emitted = ln
             lineno += seg.count(b"\n")
             pos = end

@@ -14,9 +14,15 @@ TEXT_FORMATS = ("json", "markdown", "sarif", "junit", "github", "html")
 MARKUP_FORMATS = ("markdown", "junit", "html")  # placeholders must be escaped, not pasted in
 
 
-def render_to_string(report: Report, fmt: str, *, width: int | None = None,
-                     color: str = "auto", verbose: bool = False,
-                     redact: str | None = None) -> str:
+def render_to_string(
+    report: Report,
+    fmt: str,
+    *,
+    width: int | None = None,
+    color: str = "auto",
+    verbose: bool = False,
+    redact: str | None = None,
+) -> str:
     """Render `report` as `fmt`; with `redact`, secrets are masked in the output."""
     redactor = None
     if redact:

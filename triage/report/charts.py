@@ -37,8 +37,7 @@ PHASE_COLORS = {
     "training": "#5b8ec9",
 }
 START_COLOR = "#d4d4d4"  # before any phase was named
-RANK_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-               "#7f7f7f")
+RANK_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 FAIL_COLOR = "#c62828"
 AFTER_COLOR = "#ef8f00"
 METRIC_TITLES = {
@@ -82,7 +81,7 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     # the XML prolog and DOCTYPE are for standalone files; inline SVG starts at <svg
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def available() -> bool:
@@ -101,7 +100,7 @@ def _style() -> Any:
 
 
 def _rank_label(s: RankSpan, many_sources: bool, ranked: bool) -> str:
-    """"rank 3"; the unranked lines of a multi-rank log are the launcher's; a log with no
+    """ "rank 3"; the unranked lines of a multi-rank log are the launcher's; a log with no
     ranks at all is named by its file (or just "log")."""
     if s.rank is not None:
         return f"rank {s.rank}"
@@ -156,10 +155,24 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
                     bars.setdefault(phase, []).append(_rect(begin, stop, lo, hi))
             outlines.append(_rect(start, end, lo, hi))
         for phase, rects in sorted(bars.items(), key=lambda kv: kv[0] != "start"):
-            ax.add_collection(PolyCollection(rects, facecolors=PHASE_COLORS.get(phase, START_COLOR),
-                                             edgecolors="none", label=phase, gid=f"phase-{phase}"))
-        ax.add_collection(PolyCollection(outlines, facecolors="none", edgecolors="#9a9a9a",
-                                         linewidths=0.4 if n <= 64 else 0.1, gid="rows"))
+            ax.add_collection(
+                PolyCollection(
+                    rects,
+                    facecolors=PHASE_COLORS.get(phase, START_COLOR),
+                    edgecolors="none",
+                    label=phase,
+                    gid=f"phase-{phase}",
+                )
+            )
+        ax.add_collection(
+            PolyCollection(
+                outlines,
+                facecolors="none",
+                edgecolors="#9a9a9a",
+                linewidths=0.4 if n <= 64 else 0.1,
+                gid="rows",
+            )
+        )
         ax.autoscale_view()
         first_x: list[float] = []
         first_y: list[int] = []
@@ -177,17 +190,40 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
                 after_y.append(row)
         size = 70 if n <= 64 else 20
         if first_x:
-            ax.scatter(first_x, first_y, marker="X", s=size * 1.6, color=FAIL_COLOR, zorder=5,
-                       label="failed first", gid="marker-first")
+            ax.scatter(
+                first_x,
+                first_y,
+                marker="X",
+                s=size * 1.6,
+                color=FAIL_COLOR,
+                zorder=5,
+                label="failed first",
+                gid="marker-first",
+            )
         if after_x:
-            ax.scatter(after_x, after_y, marker="x", s=size, color=AFTER_COLOR, zorder=5,
-                       linewidths=1.6, label="error after", gid="marker-after")
+            ax.scatter(
+                after_x,
+                after_y,
+                marker="x",
+                s=size,
+                color=AFTER_COLOR,
+                zorder=5,
+                linewidths=1.6,
+                label="error after",
+                gid="marker-after",
+            )
         if n <= 40:
             for row, s in enumerate(spans):
                 if s.last_step is not None:
-                    ax.annotate(f"step {s.last_step}", (x_of(s.last_line, s.last_ts), row),
-                                xytext=(4, 0), textcoords="offset points", va="center",
-                                fontsize=7, color="#555555")
+                    ax.annotate(
+                        f"step {s.last_step}",
+                        (x_of(s.last_line, s.last_ts), row),
+                        xytext=(4, 0),
+                        textcoords="offset points",
+                        va="center",
+                        fontsize=7,
+                        color="#555555",
+                    )
             ranked = any(s.rank is not None for s in spans)
             ax.set_yticks(range(n), [_rank_label(s, many_sources, ranked) for s in spans])
         ax.set_ylim(n - 0.5, -0.5)
@@ -204,8 +240,7 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
         return _svg(fig)
 
 
-def curves(series: Sequence[Series], name: str, *, fail_x: float | None,
-           fail_label: str = "") -> str:
+def curves(series: Sequence[Series], name: str, *, fail_x: float | None, fail_label: str = "") -> str:
     """One metric over the run, one line per rank, with the first failure as a vertical
     line and every non-finite value as a red triangle along the top edge."""
     drawn = [s for s in series if s.name == name and (s.points or s.nonfinite)]
@@ -220,21 +255,48 @@ def curves(series: Sequence[Series], name: str, *, fail_x: float | None,
             xs = [p[0] for p in s.points]
             ys = [p[1] for p in s.points]
             label = "log" if s.rank is None else f"rank {s.rank}"
-            ax.plot(xs, ys, color=RANK_COLORS[i % len(RANK_COLORS)], linewidth=1.2,
-                    marker="o" if len(xs) <= 12 else None, markersize=3, label=label,
-                    gid=f"series-{i}")
+            ax.plot(
+                xs,
+                ys,
+                color=RANK_COLORS[i % len(RANK_COLORS)],
+                linewidth=1.2,
+                marker="o" if len(xs) <= 12 else None,
+                markersize=3,
+                label=label,
+                gid=f"series-{i}",
+            )
         top = blended_transform_factory(ax.transData, ax.transAxes)
         bad = sorted({x for s in drawn for x in s.nonfinite})
         if bad:
-            ax.scatter(bad, [0.97] * len(bad), transform=top, marker="v", s=28, color=FAIL_COLOR,
-                       zorder=6, clip_on=False, label=f"NaN/inf ({len(bad)})", gid="marker-nonfinite")
+            ax.scatter(
+                bad,
+                [0.97] * len(bad),
+                transform=top,
+                marker="v",
+                s=28,
+                color=FAIL_COLOR,
+                zorder=6,
+                clip_on=False,
+                label=f"NaN/inf ({len(bad)})",
+                gid="marker-nonfinite",
+            )
         if fail_x is not None and drawn[0].x == "step":
-            ax.axvline(fail_x, color=FAIL_COLOR, linestyle="--", linewidth=1.1, gid="marker-failure",
-                       label=fail_label or "failure")
+            ax.axvline(
+                fail_x,
+                color=FAIL_COLOR,
+                linestyle="--",
+                linewidth=1.1,
+                gid="marker-failure",
+                label=fail_label or "failure",
+            )
         positive = [p[1] for s in drawn for p in s.points if p[1] > 0]
         lows = [p[1] for s in drawn for p in s.points]
-        if name in ("loss", "grad_norm") and positive and len(positive) == len(lows) \
-                and max(positive) / min(positive) > 50:
+        if (
+            name in ("loss", "grad_norm")
+            and positive
+            and len(positive) == len(lows)
+            and max(positive) / min(positive) > 50
+        ):
             ax.set_yscale("log")  # a loss that explodes would flatten the rest of the curve
         total = sum(s.count for s in drawn)
         ax.set_title(f"{METRIC_TITLES.get(name, name)}  ({total} values)")
@@ -264,15 +326,22 @@ def gpus(readings: Sequence[GpuReading]) -> str:
         mem.barh(rows, used, color="#5b8ec9", height=0.7, label="used", gid="series-0")
         for r, (u, t) in enumerate(zip(used, total, strict=True)):
             if t:
-                mem.annotate(f"{u:.1f} / {t:.0f} GiB", (max(u, t), r), xytext=(3, 0),
-                             textcoords="offset points", va="center", fontsize=7)
+                mem.annotate(
+                    f"{u:.1f} / {t:.0f} GiB",
+                    (max(u, t), r),
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=7,
+                )
         mem.set_title("GPU memory (GiB)")
         mem.set_yticks(rows, labels)
         mem.set_ylim(n - 0.5, -0.5)
         mem.margins(x=0.25)
         pct = [g.utilization_pct if g.utilization_pct is not None else math.nan for g in readings]
-        util.barh(rows, [0.0 if math.isnan(p) else p for p in pct], color="#2ca02c", height=0.7,
-                  gid="series-1")
+        util.barh(
+            rows, [0.0 if math.isnan(p) else p for p in pct], color="#2ca02c", height=0.7, gid="series-1"
+        )
         util.set_xlim(0, 100)
         util.set_title("Utilization (%)")
         for ax in (mem, util):

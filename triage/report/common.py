@@ -44,7 +44,7 @@ def stop_state(r: Report) -> Diagnosis | None:
 
 
 def how_it_stops(r: Report) -> str:
-    """"ends while training (still running, or cut off)": what is true of a log that
+    """ "ends while training (still running, or cut off)": what is true of a log that
     stops with no failure in it, and the two readings that only the machine can tell."""
     phase = r.end_state.last_phase
     during = f" while {phase.replace('-', ' ')}" if phase else ""
@@ -54,7 +54,7 @@ def how_it_stops(r: Report) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    """"1 line", "2 lines"."""
+    """ "1 line", "2 lines"."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -99,7 +99,7 @@ def ranges(ranks: tuple[int, ...] | list[int]) -> str:
 
 
 def describe_log(r: Report) -> str:
-    """"104 lines; ranks 0-7; ends in a traceback while training"."""
+    """ "104 lines; ranks 0-7; ends in a traceback while training"."""
     bits = [plural(sum(s.lines for s in r.sources), "line")]
     if r.ranks:
         bits.append(f"ranks {ranges(r.ranks)}")
@@ -119,16 +119,19 @@ def verdict(r: Report) -> str:
         if not roots:
             return f"No failure is in this log: it {how_it_stops(r)}."
         named = ", ".join(d.signature for d in roots[:3]) + (", ..." if len(roots) > 3 else "")
-        return (f"No error is in this log: it {how_it_stops(r)}; nothing in it proves a "
-                f"cause. Possible: {named}.")
+        return (
+            f"No error is in this log: it {how_it_stops(r)}; nothing in it proves a cause. Possible: {named}."
+        )
     top = r.top
     if top is None:
         if r.end_state.kind == "clean-exit":
             return "No failure found: the run ended cleanly."
         if r.last_error is None:
             return "No known failure signature matched."
-        text = (f"No known failure signature matched. The log ends with "
-                f"{clip(r.last_error.text, 200)} ({where(r.last_error)})")
+        text = (
+            f"No known failure signature matched. The log ends with "
+            f"{clip(r.last_error.text, 200)} ({where(r.last_error)})"
+        )
         if r.root_error is not None:
             text += f", caused by {clip(r.root_error.text, 200)} ({where(r.root_error)})"
         return text + "."

@@ -11,8 +11,7 @@ from rich.text import Text
 from triage.model import Confidence, Diagnosis, Evidence, Report
 from triage.report.common import END_WORDS, causes, plural, stop_state, verdict
 
-CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow",
-              Confidence.POSSIBLE: "cyan"}
+CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow", Confidence.POSSIBLE: "cyan"}
 
 
 def _where(e: Evidence, single: bool = False) -> str:
@@ -76,11 +75,15 @@ def _verdict(r: Report) -> Text:
             t.append("No failure found: the run ended cleanly.", style="green")
         elif r.last_error is not None:
             t.append("No known failure signature matched. ", style="bold")
-            t.append(f"The log ends with {_clip(r.last_error.text, 200)} "
-                     f"({_where(r.last_error, len(r.sources) == 1)})")
+            t.append(
+                f"The log ends with {_clip(r.last_error.text, 200)} "
+                f"({_where(r.last_error, len(r.sources) == 1)})"
+            )
             if r.root_error is not None:
-                t.append(f", caused by {_clip(r.root_error.text, 200)} "
-                         f"({_where(r.root_error, len(r.sources) == 1)})")
+                t.append(
+                    f", caused by {_clip(r.root_error.text, 200)} "
+                    f"({_where(r.root_error, len(r.sources) == 1)})"
+                )
             t.append(".")
         else:
             t.append("No known failure signature matched.", style="green")
@@ -171,10 +174,22 @@ def _print(console: Console, t: Text) -> None:
         console.print(Text(" " * lead) + piece)
 
 
-def render(r: Report, file: IO[str] | None = None, *, width: int | None = None,
-           color: bool | None = None, verbose: bool = False) -> None:
-    console = Console(file=file, width=width, force_terminal=color, no_color=color is False,
-                      highlight=False, soft_wrap=False)
+def render(
+    r: Report,
+    file: IO[str] | None = None,
+    *,
+    width: int | None = None,
+    color: bool | None = None,
+    verbose: bool = False,
+) -> None:
+    console = Console(
+        file=file,
+        width=width,
+        force_terminal=color,
+        no_color=color is False,
+        highlight=False,
+        soft_wrap=False,
+    )
     console.print(_header(r))
     console.print()
     console.print(_verdict(r))

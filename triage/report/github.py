@@ -65,8 +65,15 @@ def render(r: Report) -> str:
         err = r.last_error
         if err is not None and err.source not in (None, "snapshot"):
             # an error no rule recognises still deserves a look: a warning at its line
-            out.append(command("warning", f"{verdict(r)} ({describe_log(r)})", file=err.source,
-                               line=err.line, title="triage: unrecognised error"))
+            out.append(
+                command(
+                    "warning",
+                    f"{verdict(r)} ({describe_log(r)})",
+                    file=err.source,
+                    line=err.line,
+                    title="triage: unrecognised error",
+                )
+            )
         else:
             out.append(command("notice", f"{verdict(r)} ({describe_log(r)})", title="triage"))
     return "\n".join(out) + "\n"

@@ -38,8 +38,7 @@ from triage.report.common import (
 MAX_EVIDENCE = 5  # evidence lines shown per diagnosis; the count of the rest is said
 MAX_TEXT = 600  # characters of one log line
 TABLE_OPEN_ROWS = 16  # a longer rank table starts folded
-ROLE_WORDS = {"root-cause": "root cause", "contributing": "contributing",
-              "consequence": "consequence"}
+ROLE_WORDS = {"root-cause": "root cause", "contributing": "contributing", "consequence": "consequence"}
 
 CSS = """
 :root{--fg:#1d1d1f;--muted:#5f6368;--line:#e2e2e2;--bg:#fff;--code:#f6f7f9;
@@ -93,13 +92,15 @@ def _diagnosis(d: Diagnosis, r: Report) -> str:
     role = ROLE_WORDS.get(d.role, d.role)
     if d.role == "consequence" and d.explained_by:
         role = f"consequence of {d.explained_by}"
-    out = [f'<section class="diag {_e(d.role)}" data-signature="{_e(d.signature)}">',
-           f'<h3><span class="sig">{_e(d.signature)}</span> {_e(d.title)} {_badge(d.confidence)}'
-           f'<span class="role">{_e(role)}</span></h3>']
+    out = [
+        f'<section class="diag {_e(d.role)}" data-signature="{_e(d.signature)}">',
+        f'<h3><span class="sig">{_e(d.signature)}</span> {_e(d.title)} {_badge(d.confidence)}'
+        f'<span class="role">{_e(role)}</span></h3>',
+    ]
     if d.summary:
         out.append(f"<p>{_e(d.summary)}</p>")
     # a consequence is said once, with the count of the rest: its cause is the story
-    shown = d.evidence[:1 if d.role == "consequence" else MAX_EVIDENCE]
+    shown = d.evidence[: 1 if d.role == "consequence" else MAX_EVIDENCE]
     out.extend(_evidence(e) for e in shown)
     n = max(d.occurrences, len(d.evidence))
     if n > len(shown):
@@ -114,8 +115,9 @@ def _diagnosis(d: Diagnosis, r: Report) -> str:
         out.append(_list("Checks", d.checks, code=True))
         out.append(_list("Fixes", d.remedies))
         if d.docs:
-            out.append('<div class="label">Docs</div><ul>' + "".join(
-                f"<li>{_e(u)}</li>" for u in d.docs) + "</ul>")
+            out.append(
+                '<div class="label">Docs</div><ul>' + "".join(f"<li>{_e(u)}</li>" for u in d.docs) + "</ul>"
+            )
     out.append("</section>")
     return "".join(out)
 
@@ -142,8 +144,13 @@ def first_failed(r: Report) -> RankSpan | None:
                 if (s.source, s.rank) == (e.source, e.rank):
                     return s
     timed = all(s.first_error_ts is not None for s in with_err)
-    return min(with_err, key=lambda s: ((s.first_error_ts or 0.0) if timed else 0.0,
-                                        s.first_error.line if s.first_error and s.first_error.line else 0))
+    return min(
+        with_err,
+        key=lambda s: (
+            (s.first_error_ts or 0.0) if timed else 0.0,
+            s.first_error.line if s.first_error and s.first_error.line else 0,
+        ),
+    )
 
 
 def _who(s: RankSpan, ranked: bool = True) -> str:
@@ -157,12 +164,15 @@ def _cascade(r: Report, first: RankSpan | None) -> str:
         return ""
     after = [s for s in r.timeline if s.first_error is not None and s is not first]
     has_ranks = any(s.rank is not None for s in r.timeline)
-    text = (f"{_who(first, has_ranks).capitalize()} failed first ({where(first.first_error)}: "
-            f"{clip(first.first_error.text, 160)})")
+    text = (
+        f"{_who(first, has_ranks).capitalize()} failed first ({where(first.first_error)}: "
+        f"{clip(first.first_error.text, 160)})"
+    )
     ranked = sorted(s.rank for s in after if s.rank is not None)
     if ranked:
-        timed_out = {x for d in r.diagnoses if d.signature in ("nccl-timeout", "training-hang")
-                     for x in d.ranks}
+        timed_out = {
+            x for d in r.diagnoses if d.signature in ("nccl-timeout", "training-hang") for x in d.ranks
+        }
         waited = [x for x in ranked if x in timed_out]
         text += f"; {plural(len(ranked), 'rank')} {ranges(ranked)} reported an error after it"
         if waited:
@@ -185,20 +195,27 @@ def _rank_table(spans: Sequence[RankSpan]) -> str:
         step = "" if s.last_step is None else str(s.last_step)
         who = s.rank if s.rank is not None else "launcher" if ranked else "-"
         src = "" if single else f"<td>{_e(s.source)}</td>"
-        rows.append(f"<tr><td>{_e(who)}</td>{src}"
-                    f'<td class="num">{s.first_line}</td><td class="num">{s.last_line}</td>'
-                    f'<td class="num">{_e(step)}</td><td>{_e(phases)}</td><td>{_e(err)}</td></tr>')
+        rows.append(
+            f"<tr><td>{_e(who)}</td>{src}"
+            f'<td class="num">{s.first_line}</td><td class="num">{s.last_line}</td>'
+            f'<td class="num">{_e(step)}</td><td>{_e(phases)}</td><td>{_e(err)}</td></tr>'
+        )
     head = "<th>rank</th>" + ("" if single else "<th>source</th>")
-    table = (f"<table><thead><tr>{head}<th>first line</th><th>last line</th>"
-             "<th>last step</th><th>phases</th><th>first error</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>")
+    table = (
+        f"<table><thead><tr>{head}<th>first line</th><th>last line</th>"
+        "<th>last step</th><th>phases</th><th>first error</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
     opened = " open" if len(spans) <= TABLE_OPEN_ROWS else ""
     return f"<details{opened}><summary>Per rank ({len(spans)})</summary>{table}</details>"
 
 
 def _figure(kind: str, svg: str, caption: str, series: int) -> str:
-    return (f'<figure class="chart" data-chart="{_e(kind)}" data-series="{series}">{svg}'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
+    return (
+        f'<figure class="chart" data-chart="{_e(kind)}" data-series="{series}">{svg}'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
 
 
 def _pictures(r: Report) -> str:
@@ -211,8 +228,15 @@ def _pictures(r: Report) -> str:
         svg = charts.timeline(r.timeline, first_failed=key)
         out.append("<h2>Rank timeline</h2>")
         out.append(_cascade(r, first))
-        out.append(_figure("timeline", svg, "Each bar is one rank's output from its first to its "
-                           "last line, coloured by phase; X marks the first error.", len(r.timeline)))
+        out.append(
+            _figure(
+                "timeline",
+                svg,
+                "Each bar is one rank's output from its first to its "
+                "last line, coloured by phase; X marks the first error.",
+                len(r.timeline),
+            )
+        )
         out.append(_rank_table(r.timeline))
     names = [n for n in charts.METRIC_ORDER if any(s.name == n for s in r.series)]
     if names:
@@ -228,13 +252,21 @@ def _pictures(r: Report) -> str:
             if ranks:
                 cap += f", ranks {ranges(ranks)}"
             if sampled:
-                cap += (" (sampled: the fast scan of a big log reads its head, its tail and a "
-                        "few lines every MiB; --full reads every line)")
+                cap += (
+                    " (sampled: the fast scan of a big log reads its head, its tail and a "
+                    "few lines every MiB; --full reads every line)"
+                )
             out.append(_figure(n, svg, cap, len(drawn)))
     if r.gpus:
         out.append("<h2>GPUs (evidence snapshot)</h2>")
-        out.append(_figure("gpus", charts.gpus(r.gpus), "Memory used of total and utilization "
-                           "when the snapshot was taken.", len(r.gpus)))
+        out.append(
+            _figure(
+                "gpus",
+                charts.gpus(r.gpus),
+                "Memory used of total and utilization when the snapshot was taken.",
+                len(r.gpus),
+            )
+        )
     if r.end_state.truncated:
         out.append(_stopped(r))
     return "".join(out)
@@ -245,22 +277,28 @@ def _stopped(r: Report) -> str:
     with the check that tells it apart."""
     end = r.end_state
     where_ = f"{end.source}:{end.line}" if end.source and end.line else "-"
-    out = ['<h2>Where it stopped</h2><section class="stopped">',
-           f"<p>The log {_e(how_it_stops(r))}. Last phase: <b>{_e(end.last_phase or 'none named')}"
-           f'</b>; last line: <span class="where">{_e(where_)}</span></p>',
-           f"<pre><mark>{_e(clip(end.last_text, MAX_TEXT))}</mark></pre>"]
+    out = [
+        '<h2>Where it stopped</h2><section class="stopped">',
+        f"<p>The log {_e(how_it_stops(r))}. Last phase: <b>{_e(end.last_phase or 'none named')}"
+        f'</b>; last line: <span class="where">{_e(where_)}</span></p>',
+        f"<pre><mark>{_e(clip(end.last_text, MAX_TEXT))}</mark></pre>",
+    ]
     cards = []
     for d in causes(r)[:6]:
         check = d.checks[0] if d.checks else "(no check)"
-        cards.append(f'<div class="card"><h3><span class="sig">{_e(d.signature)}</span> '
-                     f"{_badge(d.confidence)}</h3><p>{_e(d.title)}</p>"
-                     f'<div class="label">Tells it apart</div><pre><code>{_e(check)}</code></pre></div>')
+        cards.append(
+            f'<div class="card"><h3><span class="sig">{_e(d.signature)}</span> '
+            f"{_badge(d.confidence)}</h3><p>{_e(d.title)}</p>"
+            f'<div class="label">Tells it apart</div><pre><code>{_e(check)}</code></pre></div>'
+        )
     state = stop_state(r)
     if state is not None:
         check = state.checks[0] if state.checks else "(no check)"
-        cards.append('<div class="card"><h3>Still running, or gone?</h3><p>Nothing in the log '
-                     "proves a failure.</p><div class=\"label\">Tells it apart</div>"
-                     f"<pre><code>{_e(check)}</code></pre></div>")
+        cards.append(
+            '<div class="card"><h3>Still running, or gone?</h3><p>Nothing in the log '
+            'proves a failure.</p><div class="label">Tells it apart</div>'
+            f"<pre><code>{_e(check)}</code></pre></div>"
+        )
     if cards:
         out.append('<div class="label">Hypotheses</div><div class="cards">' + "".join(cards) + "</div>")
     out.append("</section>")
@@ -270,10 +308,13 @@ def _stopped(r: Report) -> str:
 def _body(r: Report) -> str:
     top = r.top
     sources = ", ".join(s.path for s in r.sources[:4]) + (
-        f" and {len(r.sources) - 4} more" if len(r.sources) > 4 else "")
+        f" and {len(r.sources) - 4} more" if len(r.sources) > 4 else ""
+    )
     badge = _badge(top.confidence) if top is not None and not top.fallback else ""
-    out = [f'<p class="meta"><span class="where">{_e(sources)}</span> ({_e(describe_log(r))})</p>',
-           f'<p class="verdict">{_e(verdict(r))} {badge}</p>']
+    out = [
+        f'<p class="meta"><span class="where">{_e(sources)}</span> ({_e(describe_log(r))})</p>',
+        f'<p class="verdict">{_e(verdict(r))} {badge}</p>',
+    ]
     if top is not None and top.summary and not top.fallback:
         out.append(f"<p>{_e(top.summary)}</p>")
     roots = causes(r)
@@ -287,33 +328,46 @@ def _body(r: Report) -> str:
         out.append("<h2>Consequences (explained by the cause above)</h2>")
         out.extend(_diagnosis(d, r) for d in cons)
     if r.ruled_out:
-        out.append("<h2>Ruled out</h2><ul>" + "".join(
-            f'<li><span class="sig">{_e(x.signature)}</span>: {_e(x.because)}</li>' for x in r.ruled_out)
-            + "</ul>")
+        out.append(
+            "<h2>Ruled out</h2><ul>"
+            + "".join(
+                f'<li><span class="sig">{_e(x.signature)}</span>: {_e(x.because)}</li>' for x in r.ruled_out
+            )
+            + "</ul>"
+        )
     if len(roots) > 1:
-        out.append("<h2>To tell them apart, run first</h2>" + "".join(
-            f'<pre><code>{_e(d.checks[0])}</code></pre><div class="more">{_e(d.signature)}</div>'
-            for d in roots[:4] if d.checks))
+        out.append(
+            "<h2>To tell them apart, run first</h2>"
+            + "".join(
+                f'<pre><code>{_e(d.checks[0])}</code></pre><div class="more">{_e(d.signature)}</div>'
+                for d in roots[:4]
+                if d.checks
+            )
+        )
     if state is not None:
         out.append("<h2>What would tell</h2>" + _list("Checks", state.checks, code=True))
     if r.notes:
         out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in r.notes) + "</ul>")
     if r.evidence_summary:
-        out.append("<h2>Environment (snapshot)</h2><table><tbody>" + "".join(
-            f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in r.evidence_summary.items())
-            + "</tbody></table>")
+        out.append(
+            "<h2>Environment (snapshot)</h2><table><tbody>"
+            + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in r.evidence_summary.items())
+            + "</tbody></table>"
+        )
     out.append(_pictures(r))
     return "".join(out)
 
 
 def _page(title: str, body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            # nothing may be fetched: the policy makes a stray reference fail closed
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; img-src data:\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>{body}"
-            f"<footer>triage {_e(__version__)}</footer></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        # nothing may be fetched: the policy makes a stray reference fail closed
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>{body}"
+        f"<footer>triage {_e(__version__)}</footer></body></html>\n"
+    )
 
 
 def require() -> None:

@@ -56,8 +56,12 @@ def _report_dict(r: Report) -> dict[str, Any]:
             {"path": s.path, "lines": s.lines, "ranks": list(s.ranks), "truncated": s.truncated}
             for s in r.sources
         ],
-        "end_state": {"kind": r.end_state.kind, "last_phase": r.end_state.last_phase,
-                      "line": r.end_state.line, "source": r.end_state.source},
+        "end_state": {
+            "kind": r.end_state.kind,
+            "last_phase": r.end_state.last_phase,
+            "line": r.end_state.line,
+            "source": r.end_state.source,
+        },
         "diagnoses": [diagnosis_dict(d) for d in r.diagnoses],
         "ruled_out": [{"signature": x.signature, "because": x.because} for x in r.ruled_out],
         "notes": list(r.notes),
@@ -79,5 +83,4 @@ def _clean(v: Any) -> Any:
 
 
 def render(r: Report) -> str:
-    return json.dumps(report_dict(r), indent=2, ensure_ascii=False, allow_nan=False,
-                      default=str) + "\n"
+    return json.dumps(report_dict(r), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"

@@ -62,14 +62,20 @@ def _details(d: Diagnosis, at: str) -> str:
 
 def _case(suite: ET.Element, d: Diagnosis, r: Report) -> bool:
     at = _at(d, r)
-    case = ET.SubElement(suite, "testcase", {
-        "classname": f"triage.{d.category or 'diagnosis'}", "name": d.signature, "time": "0"})
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {"classname": f"triage.{d.category or 'diagnosis'}", "name": d.signature, "time": "0"},
+    )
     text = xml_text(_details(d, at))
     failed = is_failure(d)
     if failed:
         message = f"{d.title} ({d.signature}, {d.confidence.label})"
-        fail = ET.SubElement(case, "failure", {
-            "message": xml_text(f"{message} at {at}" if at else message), "type": d.signature})
+        fail = ET.SubElement(
+            case,
+            "failure",
+            {"message": xml_text(f"{message} at {at}" if at else message), "type": d.signature},
+        )
         fail.text = text
     else:
         ET.SubElement(case, "system-out").text = text
@@ -79,11 +85,9 @@ def _case(suite: ET.Element, d: Diagnosis, r: Report) -> bool:
 def junit_element(r: Report) -> ET.Element:
     """The `<testsuites>` element (render() serialises it)."""
     root = ET.Element("testsuites", {"name": "triage"})
-    suite = ET.SubElement(root, "testsuite", {"name": "triage", "time": "0", "errors": "0",
-                                              "skipped": "0"})
+    suite = ET.SubElement(root, "testsuite", {"name": "triage", "time": "0", "errors": "0", "skipped": "0"})
     props = ET.SubElement(suite, "properties")
-    for name, value in (("log", describe_log(r)), ("end_state", r.end_state.kind),
-                        ("verdict", verdict(r))):
+    for name, value in (("log", describe_log(r)), ("end_state", r.end_state.kind), ("verdict", verdict(r))):
         ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
     failures = 0
     for d in r.diagnoses:
@@ -91,8 +95,9 @@ def junit_element(r: Report) -> ET.Element:
     tests = len(r.diagnoses)
     if not r.diagnoses:
         tests = 1
-        case = ET.SubElement(suite, "testcase", {"classname": "triage", "name": "no-known-failure",
-                                                 "time": "0"})
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "triage", "name": "no-known-failure", "time": "0"}
+        )
         ET.SubElement(case, "system-out").text = xml_text(verdict(r))
     notes = "\n".join([*r.notes, *(f"ruled out {x.signature}: {x.because}" for x in r.ruled_out)])
     if notes:

@@ -26,8 +26,7 @@ from triage.report.common import (
 )
 
 MAX_EVIDENCE_TEXT = 1000
-ROLE_WORDS = {"root-cause": "root cause", "contributing": "contributing",
-              "consequence": "consequence"}
+ROLE_WORDS = {"root-cause": "root cause", "contributing": "contributing", "consequence": "consequence"}
 
 
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -40,7 +39,7 @@ def prose(text: str) -> str:
     out: list[str] = []
     pos = 0
     for m in _CODE_SPAN.finditer(text):
-        out.append(_escape_html(text[pos:m.start()]))
+        out.append(_escape_html(text[pos : m.start()]))
         out.append(m.group(0))
         pos = m.end()
     out.append(_escape_html(text[pos:]))
@@ -62,14 +61,16 @@ def _title(r: Report) -> list[str]:
         # how the log stops is a state, not a cause: say what is true, not "most likely"
         return [f"### triage: {prose(verdict(r).split(':', 1)[0].lower())}"]
     if top is None:
-        head = "No failure found" if r.end_state.kind == "clean-exit" else \
-            "No known failure signature matched"
+        head = (
+            "No failure found" if r.end_state.kind == "clean-exit" else "No known failure signature matched"
+        )
         return [f"### triage: {head}"]
     if top.role != "root-cause" or top.confidence == Confidence.POSSIBLE:
-        return [f"### triage: not proven; most likely {prose(top.title)} "
-                f"({code_span(top.signature)}, {top.confidence.label})"]
-    return [f"### triage: {prose(top.title)} ({code_span(top.signature)}, "
-            f"**{top.confidence.label}**)"]
+        return [
+            f"### triage: not proven; most likely {prose(top.title)} "
+            f"({code_span(top.signature)}, {top.confidence.label})"
+        ]
+    return [f"### triage: {prose(top.title)} ({code_span(top.signature)}, **{top.confidence.label}**)"]
 
 
 def _sources(r: Report) -> str:
@@ -85,8 +86,11 @@ def _table(r: Report) -> list[str]:
         role = ROLE_WORDS.get(d.role, d.role)
         if d.role == "consequence" and d.explained_by:
             role = f"consequence of {code_span(d.explained_by)}"
-        conf = f"**{d.confidence.label}**" if d.confidence == Confidence.CONFIRMED and \
-            d.role != "consequence" else d.confidence.label
+        conf = (
+            f"**{d.confidence.label}**"
+            if d.confidence == Confidence.CONFIRMED and d.role != "consequence"
+            else d.confidence.label
+        )
         rows.append(f"| {i} | {code_span(d.signature)} | {cell(d.title)} | {conf} | {role} |")
     return rows
 
@@ -177,8 +181,7 @@ def render(r: Report) -> str:
         out += ["", *_table(r)]
     elif r.last_error is not None:
         errs = [e for e in (r.root_error, r.last_error) if e is not None]
-        out += ["", "No rule recognises it; the log ends with:", "",
-                *_evidence_block(errs, context=True)]
+        out += ["", "No rule recognises it; the log ends with:", "", *_evidence_block(errs, context=True)]
     roots = causes(r)
     cons = [d for d in r.diagnoses if d.role == "consequence"]
     if roots:

@@ -125,9 +125,10 @@ def _result(d: Diagnosis, r: Report, index: int) -> dict[str, Any]:
             "explainedBy": d.explained_by,
         },
     }
-    related = [_location(e.source, e.line, e.text)
-               | {"id": i, "message": {"text": clip(e.text, 300)}}
-               for i, e in enumerate(ev[1:MAX_RELATED + 1], 1)]
+    related = [
+        _location(e.source, e.line, e.text) | {"id": i, "message": {"text": clip(e.text, 300)}}
+        for i, e in enumerate(ev[1 : MAX_RELATED + 1], 1)
+    ]
     if related:
         res["relatedLocations"] = related
     return res
@@ -148,9 +149,14 @@ def sarif_dict(r: Report) -> dict[str, Any]:
             index[d.signature] = len(rules)
             rules.append(_rule(d))
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "triage", "version": __version__,
-                            "semanticVersion": __version__,
-                            "rules": rules}},
+        "tool": {
+            "driver": {
+                "name": "triage",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": rules,
+            }
+        },
         "results": [_result(d, r, index[d.signature]) for d in r.diagnoses],
         "artifacts": [{"location": {"uri": artifact_uri(s.path)}} for s in r.sources],
         "columnKind": "unicodeCodePoints",

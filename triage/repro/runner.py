@@ -98,6 +98,7 @@ def child_env(sc: Scenario, ctx: Context) -> dict[str, str]:
 
 # --- process tree memory -------------------------------------------------------------
 
+
 def _rss_kib(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
@@ -148,6 +149,7 @@ def memory_watch_supported() -> bool:
 
 # --- running ---------------------------------------------------------------------------
 
+
 def _preexec(fsize: int | None) -> Callable[[], None] | None:
     if fsize is None:
         return None
@@ -197,27 +199,55 @@ def _sigterm_kills_child() -> Any:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
-                timeout_s: float, rss_limit_mib: float | None = None,
-                fsize: int | None = None) -> Run:
+def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    rss_limit_mib: float | None = None,
+    fsize: int | None = None,
+) -> Run:
     """Run argv with merged output copied to log_path; enforce the limits; wait for it."""
     with _sigterm_kills_child():
-        return _run_command(argv, cwd=cwd, env=env, log_path=log_path, timeout_s=timeout_s,
-                            rss_limit_mib=rss_limit_mib, fsize=fsize)
+        return _run_command(
+            argv,
+            cwd=cwd,
+            env=env,
+            log_path=log_path,
+            timeout_s=timeout_s,
+            rss_limit_mib=rss_limit_mib,
+            fsize=fsize,
+        )
 
 
-def _run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
-                 timeout_s: float, rss_limit_mib: float | None,
-                 fsize: int | None) -> Run:
+def _run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    rss_limit_mib: float | None,
+    fsize: int | None,
+) -> Run:
     t0 = time.monotonic()
     killed_by: str | None = None
     watched = rss_limit_mib is not None
     peak = 0.0
     with open(log_path, "wb") as sink:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_preexec(fsize))
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_preexec(fsize),
+            )
         except OSError as e:
             raise TriageError(f"cannot start {argv[0]}: {e.strerror}") from None
         assert proc.stdout is not None
@@ -252,9 +282,14 @@ def _run_command(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: P
             _kill_group(proc)
             pump.join(timeout=10)
     data = log_path.read_bytes()
-    return Run(exit_status=proc.returncode, log=data.decode("utf-8", "replace"),
-               seconds=time.monotonic() - t0, workdir=cwd, killed_by=killed_by,
-               peak_rss_mib=round(peak, 1) if watched else None)
+    return Run(
+        exit_status=proc.returncode,
+        log=data.decode("utf-8", "replace"),
+        seconds=time.monotonic() - t0,
+        workdir=cwd,
+        killed_by=killed_by,
+        peak_rss_mib=round(peak, 1) if watched else None,
+    )
 
 
 def _signal_name(status: int | None, shell: bool) -> str | None:
@@ -271,16 +306,19 @@ def _signal_name(status: int | None, shell: bool) -> str | None:
 
 def versions(python: str, env: dict[str, str]) -> dict[str, str]:
     """torch and transformers versions of the run's interpreter (metadata only, fast)."""
-    code = ("import importlib.metadata as m, json\n"
-            "import sys\n"
-            "v = {'python': sys.version.split()[0]}\n"
-            "for n in ('torch', 'transformers', 'accelerate'):\n"
-            "    try: v[n] = m.version(n)\n"
-            "    except Exception: v[n] = 'absent'\n"
-            "print(json.dumps(v))\n")
+    code = (
+        "import importlib.metadata as m, json\n"
+        "import sys\n"
+        "v = {'python': sys.version.split()[0]}\n"
+        "for n in ('torch', 'transformers', 'accelerate'):\n"
+        "    try: v[n] = m.version(n)\n"
+        "    except Exception: v[n] = 'absent'\n"
+        "print(json.dumps(v))\n"
+    )
     try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
-                             timeout=60, check=True)
+        out = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True
+        )
         import json
 
         return {str(k): str(v) for k, v in json.loads(out.stdout).items()}
@@ -305,10 +343,17 @@ def take_snapshot(python: str, out: Path) -> tuple[dict[str, Any] | None, str]:
     return snap, "taken"
 
 
-def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
-                 python: str | None = None, keep: str | None = None,
-                 timeout_s: float | None = None, snapshot: bool = True,
-                 record: str | None = None) -> Outcome:
+def run_scenario(
+    name: str,
+    *,
+    fix: bool = False,
+    device: str = "cpu",
+    python: str | None = None,
+    keep: str | None = None,
+    timeout_s: float | None = None,
+    snapshot: bool = True,
+    record: str | None = None,
+) -> Outcome:
     """Run scenario `name` (or its fix), triage the log, and judge the outcome."""
     sc = get(name)
     out = Outcome(scenario=sc.name, expected=sc.expected, fix=fix, device=device)
@@ -324,25 +369,33 @@ def run_scenario(name: str, *, fix: bool = False, device: str = "cpu",
         else:
             workdir = Path(tempfile.mkdtemp(prefix=f"triage-repro-{sc.name}-"))
     except OSError as e:
-        raise TriageError(f"{keep or tempfile.gettempdir()}: cannot create the run's folder "
-                          f"({e.strerror})") from None
+        raise TriageError(
+            f"{keep or tempfile.gettempdir()}: cannot create the run's folder ({e.strerror})"
+        ) from None
     try:
-        _run_in(sc, out, Context(python=py, workdir=workdir, device=device, fix=fix,
-                                 scenarios_dir=scenarios.HERE), timeout_s, snapshot)
+        _run_in(
+            sc,
+            out,
+            Context(python=py, workdir=workdir, device=device, fix=fix, scenarios_dir=scenarios.HERE),
+            timeout_s,
+            snapshot,
+        )
         if keep:
             out.log = str(workdir / "run.log")
         if record:
             where = record_fixture(sc, out, workdir, Path(record))
-            out.notes.append(f"recorded fixture {where}" if where else
-                             "not recorded: only a run that reproduced and was diagnosed is")
+            out.notes.append(
+                f"recorded fixture {where}"
+                if where
+                else "not recorded: only a run that reproduced and was diagnosed is"
+            )
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     return out
 
 
-def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
-            snapshot: bool) -> None:
+def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None, snapshot: bool) -> None:
     env = child_env(sc, ctx)
     # As the run sees them (accelerate is "absent" where the scenario hides it).
     out.versions = versions(sc.snapshot_python(ctx), env)
@@ -353,8 +406,7 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         return
     for i, argv in enumerate(sc.setup(ctx)):
         setup_log = ctx.workdir / f"setup-{i}.log"
-        r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log,
-                        timeout_s=SETUP_TIMEOUT_S)
+        r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log, timeout_s=SETUP_TIMEOUT_S)
         if not r.ok:
             out.notes.append(f"setup failed (exit {r.exit_status}): {shlex.join(argv)}")
             out.log_tail = r.log.splitlines()[-20:]
@@ -366,9 +418,11 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         # The interpreter's folder goes first on PATH, as `source venv/bin/activate` does,
         # and the job names it as `python3 ...`, as job scripts usually do.
         py = Path(argv[0])
-        body = [f"export PATH={shlex.quote(str(py.parent))}:\"$PATH\"",
-                shlex.join([py.name, *argv[1:]]) if py.is_absolute() else shlex.join(argv),
-                "exit $?"]
+        body = [
+            f'export PATH={shlex.quote(str(py.parent))}:"$PATH"',
+            shlex.join([py.name, *argv[1:]]) if py.is_absolute() else shlex.join(argv),
+            "exit $?",
+        ]
         (ctx.workdir / "run.sh").write_text("\n".join(body) + "\n", encoding="utf-8")
         argv = ["bash", "run.sh"]
     rss = sc.rss_limit_mib(ctx) if sc.rss_limit_mib else None
@@ -376,9 +430,15 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         out.skipped = "the memory watchdog needs Linux /proc"
         out.ok = True
         return
-    run = run_command(argv, cwd=ctx.workdir, env=env, log_path=ctx.workdir / "run.log",
-                      timeout_s=timeout_s or sc.timeout_s, rss_limit_mib=rss,
-                      fsize=sc.fsize_limit_bytes(ctx) if sc.fsize_limit_bytes else None)
+    run = run_command(
+        argv,
+        cwd=ctx.workdir,
+        env=env,
+        log_path=ctx.workdir / "run.log",
+        timeout_s=timeout_s or sc.timeout_s,
+        rss_limit_mib=rss,
+        fsize=sc.fsize_limit_bytes(ctx) if sc.fsize_limit_bytes else None,
+    )
     out.seconds = round(run.seconds, 2)
     out.exit_status = run.exit_status
     out.signal = _signal_name(run.exit_status, sc.shell)
@@ -414,16 +474,17 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None,
         out.stalled_rank = stalled
         out.stalled_rank_named = names_rank(report, stalled)
         if not out.stalled_rank_named:
-            out.notes.append(f"triage does not name the stalled rank ({stalled}): its top "
-                             "diagnosis points only at the ranks that timed out")
+            out.notes.append(
+                f"triage does not name the stalled rank ({stalled}): its top "
+                "diagnosis points only at the ranks that timed out"
+            )
     if ctx.fix:
         # Fixed: the run completed, the failure did not happen, and triage agrees.
         out.fixed = run.ok and not out.reproduced and sc.expected not in out.diagnosed
         out.ok = out.fixed
     else:
         # where one rank stalls, a diagnosis that does not name it is not good enough
-        out.ok = (bool(out.reproduced) and out.top == sc.expected
-                  and out.stalled_rank_named is not False)
+        out.ok = bool(out.reproduced) and out.top == sc.expected and out.stalled_rank_named is not False
 
 
 def names_rank(report: Any, rank: int) -> bool:
@@ -452,8 +513,7 @@ def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Pat
     if (workdir / "evidence.json").is_file():
         shutil.copyfile(workdir / "evidence.json", dest / "evidence.json")
     v = out.versions
-    vers = ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "transformers", "accelerate")
-                     if k in v)
+    vers = ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "transformers", "accelerate") if k in v)
     first = out.report.diagnoses[0] if out.report is not None and out.report.diagnoses else None
     source = f"recorded from `triage repro {sc.name}` ({vers}): {sc.failure}"
     lines = [f"source = {_toml_str(source)}"]
@@ -461,9 +521,13 @@ def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Pat
     if avoid:
         lines.append("not = [" + ", ".join(_toml_str(s) for s in avoid) + "]")
     if first is not None:
-        lines += ["", "[[diagnoses]]", f"signature = {_toml_str(first.signature)}",
-                  f"confidence = {_toml_str(first.confidence.label)}",
-                  f"role = {_toml_str(first.role)}"]
+        lines += [
+            "",
+            "[[diagnoses]]",
+            f"signature = {_toml_str(first.signature)}",
+            f"confidence = {_toml_str(first.confidence.label)}",
+            f"role = {_toml_str(first.role)}",
+        ]
     (dest / "expected.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dest
 

@@ -95,9 +95,15 @@ class Structurer:
         self._progress: dict[tuple[str, int | None], deque[int]] = {}
         self._series = SeriesReader()
         self._timeline = self.out.timeline
-        self._m: dict[str, Any] = {"steps": 0, "nonfinite_loss": 0, "last_step": None,
-                                  "loss_first": None, "loss_last": None, "toks_last": None,
-                                  "step_times": deque(maxlen=256)}
+        self._m: dict[str, Any] = {
+            "steps": 0,
+            "nonfinite_loss": 0,
+            "last_step": None,
+            "loss_first": None,
+            "loss_last": None,
+            "toks_last": None,
+            "step_times": deque(maxlen=256),
+        }
 
     # -- feeding -------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -150,8 +156,7 @@ class Structurer:
             self._close_tb(s)
             chained = s.pending_chain
             s.chain_index = s.chain_index + 1 if chained else 0
-            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained,
-                       indent=_indent(text))
+            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained, indent=_indent(text))
             s.pending_chain = None
             return
         if stripped in T.CHAIN_MARKERS:
@@ -159,8 +164,12 @@ class Structurer:
             s.pending_chain = T.CHAIN_MARKERS[stripped]
             return
         tb = s.tb
-        if tb is None and s.pending_chain is None and stripped.startswith('File "') \
-                and T.FRAME_RE.match(stripped):
+        if (
+            tb is None
+            and s.pending_chain is None
+            and stripped.startswith('File "')
+            and T.FRAME_RE.match(stripped)
+        ):
             # a pasted excerpt that starts mid-traceback: its frames still say where the
             # error below them was raised
             s.chain_index = 0
@@ -174,15 +183,21 @@ class Structurer:
                 return
             # frames and source lines are indented deeper than the traceback's header (a
             # traceback inside torchrun's report, or an indented paste, is indented itself)
-            if _indent(text) > tb.indent or stripped.startswith(("File \"", "^", "~")):
-                if stripped.startswith("File \""):
+            if _indent(text) > tb.indent or stripped.startswith(('File "', "^", "~")):
+                if stripped.startswith('File "'):
                     tb.frames.append(stripped)
                 return
             m = T.EXC_LINE_RE.match(stripped)
             if m and " " not in m.group("type"):
-                tb.exc = ExceptionInfo(m.group("type"), (m.group("msg") or "").strip(), line,
-                                       chain_index=tb.chain_index, chained_as=tb.chained_as,
-                                       has_traceback=True, frames=tuple(tb.frames[-8:]))
+                tb.exc = ExceptionInfo(
+                    m.group("type"),
+                    (m.group("msg") or "").strip(),
+                    line,
+                    chain_index=tb.chain_index,
+                    chained_as=tb.chained_as,
+                    has_traceback=True,
+                    frames=tuple(tb.frames[-8:]),
+                )
                 return
             # something else interrupted the traceback (interleaved output)
             return
@@ -200,8 +215,7 @@ class Structurer:
         exc = tb.exc
         if tb.msg_lines:
             msg = (exc.message + "\n" + "\n".join(tb.msg_lines)).strip()
-            exc = ExceptionInfo(exc.type, msg, exc.line, exc.frames, exc.chain_index,
-                                exc.chained_as, True)
+            exc = ExceptionInfo(exc.type, msg, exc.line, exc.frames, exc.chain_index, exc.chained_as, True)
         self._add_exception(exc)
         s.last_exc_seq = exc.line.seq
 
@@ -225,9 +239,18 @@ class Structurer:
             m = T.CHILD_EXIT_RE.search(text)
             if m:
                 code = int(m.group("code"))
-                self.out.events.append(Event("child-exit", line, {
-                    "exitcode": code, "local_rank": int(m.group("lr")), "pid": int(m.group("pid")),
-                    "signal": _signame(code)}))
+                self.out.events.append(
+                    Event(
+                        "child-exit",
+                        line,
+                        {
+                            "exitcode": code,
+                            "local_rank": int(m.group("lr")),
+                            "pid": int(m.group("pid")),
+                            "signal": _signame(code),
+                        },
+                    )
+                )
         stripped = text.strip()
         if stripped.startswith("Root Cause (first observed failure)"):
             self._torchrun = {"line": line, "section": "root", "entries": []}
@@ -256,9 +279,14 @@ class Structurer:
 
     def _emit_torchrun(self, tr: dict[str, Any]) -> None:
         e = tr["entries"][0]
-        data: dict[str, Any] = {"root_rank": None, "exitcode": None, "signal": None,
-                                "error_file": e.get("error_file"), "traceback": e.get("traceback"),
-                                "host": e.get("host")}
+        data: dict[str, Any] = {
+            "root_rank": None,
+            "exitcode": None,
+            "signal": None,
+            "error_file": e.get("error_file"),
+            "traceback": e.get("traceback"),
+            "host": e.get("host"),
+        }
         rank = e.get("rank", "")
         root = _int(rank.split(" ")[0])
         if root is not None:
@@ -270,10 +298,10 @@ class Structurer:
             data["exitcode"] = num
             data["signal"] = _signame(num)
         if "(SIG" in code:
-            data["signal"] = code[code.index("(SIG") + 1:].split(")")[0]
+            data["signal"] = code[code.index("(SIG") + 1 :].split(")")[0]
         tbt = data["traceback"] or ""
         if "Signal " in tbt and "(SIG" in tbt:
-            data["signal"] = tbt[tbt.index("(SIG") + 1:].split(")")[0]
+            data["signal"] = tbt[tbt.index("(SIG") + 1 :].split(")")[0]
         self.out.events.append(Event("torchrun-failure", tr["line"], data))
 
     def _cpp(self, line: Line, text: str) -> None:
@@ -282,9 +310,18 @@ class Structurer:
             if m:
                 key = (line.source, line.rank)
                 prev = self._pending_cpp_msg.get(key)
-                self.out.events.append(Event("cpp-exception", line, {
-                    "where": m.group("where"), "file": m.group("file"), "line": int(m.group("line")),
-                    "message": prev.text if prev else ""}))
+                self.out.events.append(
+                    Event(
+                        "cpp-exception",
+                        line,
+                        {
+                            "where": m.group("where"),
+                            "file": m.group("file"),
+                            "line": int(m.group("line")),
+                            "message": prev.text if prev else "",
+                        },
+                    )
+                )
             return
         if "terminate called" in text:
             m2 = T.TERMINATE_RE.search(text)
@@ -344,14 +381,16 @@ class Structurer:
             if mt:
                 with contextlib.suppress(ValueError):
                     self._m["toks_last"] = float(mt.group(1))
-                    self._timeline.metric("tok_s", line, self._m["toks_last"],
-                                          int(m_step.group(1)) if m_step else None)
+                    self._timeline.metric(
+                        "tok_s", line, self._m["toks_last"], int(m_step.group(1)) if m_step else None
+                    )
         if "norm" in text:
             mg = T.GRAD_NORM_RE.search(text)
             if mg:
                 with contextlib.suppress(ValueError):
-                    self._timeline.metric("grad_norm", line, float(mg.group(1)),
-                                          int(m_step.group(1)) if m_step else None)
+                    self._timeline.metric(
+                        "grad_norm", line, float(mg.group(1)), int(m_step.group(1)) if m_step else None
+                    )
 
     def _table_loss(self, line: Line, v: float) -> None:
         """A loss read from a table row (series.py): counted like a `loss=` value."""
@@ -397,9 +436,19 @@ class Structurer:
         rep = self._repeat
         if rep is not None and rep[3] >= 3 and STALL_MIN_S <= rep[2] - rep[1] < 366 * 86400:
             step, first, last, count, line = rep
-            self.out.events.append(Event("stall", line, {
-                "silent_s": round(last - first, 1), "step_interval_s": None, "factor": None,
-                "last_step": step, "repeats": count}))
+            self.out.events.append(
+                Event(
+                    "stall",
+                    line,
+                    {
+                        "silent_s": round(last - first, 1),
+                        "step_interval_s": None,
+                        "factor": None,
+                        "last_step": step,
+                        "repeats": count,
+                    },
+                )
+            )
             return
         if len(step_times) < 5 or self._last_ts is None:
             return
@@ -412,9 +461,18 @@ class Structurer:
             return  # a year-less clock (glog) against a dated one: not comparable
         if silent >= max(STALL_FACTOR * median, STALL_MIN_S):
             line = self._last_ts[1]
-            self.out.events.append(Event("stall", line, {
-                "silent_s": round(silent, 1), "step_interval_s": round(median, 3),
-                "factor": round(silent / median, 1), "last_step": self._m.get("last_step")}))
+            self.out.events.append(
+                Event(
+                    "stall",
+                    line,
+                    {
+                        "silent_s": round(silent, 1),
+                        "step_interval_s": round(median, 3),
+                        "factor": round(silent / median, 1),
+                        "last_step": self._m.get("last_step"),
+                    },
+                )
+            )
 
     def _end_state(self, sources: list[SourceInfo]) -> EndState:
         phase = self.out.last_phase
@@ -436,6 +494,7 @@ class Structurer:
     def _source_end(self, src: SourceInfo, tail: list[Line], last: Line, phase: str | None) -> EndState:
         def st(kind: str) -> EndState:
             return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
+
         if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]):
             return st("clean-exit")
         excs = [e for e in self.out.exceptions if e.line.source == src.path]
@@ -444,7 +503,8 @@ class Structurer:
         if excs and excs[-1].has_traceback and excs[-1].line.seq > self._last_step_seq:
             return st("traceback")
         if any(T.ERROR_END_RE.search(x.text) for x in tail[-8:]) or (
-                excs and excs[-1].line.seq > self._last_step_seq and excs[-1].line.seq >= tail[0].seq):
+            excs and excs[-1].line.seq > self._last_step_seq and excs[-1].line.seq >= tail[0].seq
+        ):
             return st("error")
         if src.ends_without_newline:
             return st("cut-mid-line")
@@ -493,8 +553,9 @@ def chain_root(excs: list[ExceptionInfo], last: ExceptionInfo) -> ExceptionInfo:
     return root
 
 
-def root_exception(exceptions: list[ExceptionInfo],
-                   secondary: frozenset[int] | set[int] = frozenset()) -> ExceptionInfo | None:
+def root_exception(
+    exceptions: list[ExceptionInfo], secondary: frozenset[int] | set[int] = frozenset()
+) -> ExceptionInfo | None:
     """The log's root error: the first exception of the last failure's chain (the one
     the others were raised while handling, or from), not a wrapper that only carries
     another (ChildFailedError, a re-raise in the parent), and of the ranks that raised
@@ -512,9 +573,9 @@ def root_exception(exceptions: list[ExceptionInfo],
 
     def shape(e: ExceptionInfo) -> str:  # the same error on every rank: cuda:0 vs cuda:3
         return _DIGITS.sub("#", e.message.split("\n", 1)[0])
+
     head = shape(root)
     same = [e for e in real if e.type == root.type and shape(e) == head]
     same = [e for e in same if e.line.seq not in secondary] or same
     timed = all(e.line.ts is not None for e in same)
     return min(same, key=lambda e: (e.line.ts, e.line.seq) if timed else (0.0, e.line.seq))
-

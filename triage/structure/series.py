@@ -30,7 +30,9 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|-inf|NaN|Inf|
 # "setting loss scale to: 64.0", "| loss scale: 512.0 |"
 _SCALE = re.compile(
     r"(?:reducing to|reducing loss scale to|setting loss scale to:?|\| loss scale:)\s*"
-    r"(?P<v>\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE)
+    r"(?P<v>\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
+    re.IGNORECASE,
+)
 
 FALLING_DROPS = 6  # reductions in a row, with no rise between them...
 FALLING_MAX = 1024.0  # ...down to a scale this low: every step overflows
@@ -84,8 +86,9 @@ class SeriesReader:
             return None
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
-            self.events.append(Event("nonfinite-loss", line, {"metric": "loss",
-                                                            "value": cells[table.loss_col]}))
+            self.events.append(
+                Event("nonfinite-loss", line, {"metric": "loss", "value": cells[table.loss_col]})
+            )
         return value
 
     def _header(self, key: tuple[str, int | None], text: str) -> None:

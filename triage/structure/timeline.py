@@ -25,8 +25,7 @@ Key = tuple[str, int | None]
 class SpanState:
     """What is known of one (source, rank) while lines stream by."""
 
-    __slots__ = ("error", "error_step", "first", "last", "last_step", "phase", "phases",
-                 "step_ts")
+    __slots__ = ("error", "error_step", "first", "last", "last_step", "phase", "phases", "step_ts")
 
     def __init__(self, first: Line) -> None:
         self.first = first
@@ -77,8 +76,14 @@ class Thinned:
         pts = list(self.points)
         if self.last is not None and (not pts or pts[-1] != self.last):
             pts.append(self.last)
-        return Series(name=name, rank=rank, x=self.x, points=tuple(pts),
-                      nonfinite=tuple(self.nonfinite), count=self.count)
+        return Series(
+            name=name,
+            rank=rank,
+            x=self.x,
+            points=tuple(pts),
+            nonfinite=tuple(self.nonfinite),
+            count=self.count,
+        )
 
 
 class Timeline:
@@ -170,16 +175,29 @@ class Timeline:
         if sp.error is not None:
             e = sp.error
             msg = e.message.split("\n", 1)[0]
-            err = Evidence(text=f"{e.type}: {msg}" if msg else e.type, source=e.line.source,
-                           line=e.line.lineno, rank=e.line.rank)
+            err = Evidence(
+                text=f"{e.type}: {msg}" if msg else e.type,
+                source=e.line.source,
+                line=e.line.lineno,
+                rank=e.line.rank,
+            )
             err_ts, err_step = e.line.ts, sp.error_step
             order = float(e.line.seq)
         else:
             order = math.inf
         if finding is not None and finding.order < order:
             err, err_ts, err_step = finding.evidence, finding.ts, None
-        return RankSpan(source=key[0], rank=key[1], first_line=sp.first.lineno,
-                        last_line=sp.last.lineno, first_ts=sp.first.ts, last_ts=sp.last.ts,
-                        last_text=sp.last.text[-200:], last_step=sp.last_step,
-                        phases=tuple(sp.phases), first_error=err, first_error_ts=err_ts,
-                        error_step=err_step)
+        return RankSpan(
+            source=key[0],
+            rank=key[1],
+            first_line=sp.first.lineno,
+            last_line=sp.last.lineno,
+            first_ts=sp.first.ts,
+            last_ts=sp.last.ts,
+            last_text=sp.last.text[-200:],
+            last_step=sp.last_step,
+            phases=tuple(sp.phases),
+            first_error=err,
+            first_error_ts=err_ts,
+            error_step=err_step,
+        )

@@ -122,9 +122,17 @@ class WatchApp(App[int]):
         Binding("escape", "cancel_search", "cancel", show=False),
     ]
 
-    def __init__(self, session: WatchSession, *, poll: float = 0.2,
-                 on_diagnosis: str | None = None, clock: Callable[[], float] = time.monotonic,
-                 gpu_interval: float = 2.0, clock_text: bool = True, timers: bool = True) -> None:
+    def __init__(
+        self,
+        session: WatchSession,
+        *,
+        poll: float = 0.2,
+        on_diagnosis: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        gpu_interval: float = 2.0,
+        clock_text: bool = True,
+        timers: bool = True,
+    ) -> None:
         super().__init__()
         self.session = session
         self.poll_interval = poll
@@ -237,26 +245,31 @@ class WatchApp(App[int]):
             elif isinstance(ev, DiagnosisFound):
                 d = ev.diagnosis
                 where = f" at line {ev.line}" if ev.line else ""
-                alerts.add(f"diagnosis: {d['signature']} ({d['confidence']}){where}",
-                           "bold red" if d["confidence"] == "confirmed" else "bold yellow")
+                alerts.add(
+                    f"diagnosis: {d['signature']} ({d['confidence']}){where}",
+                    "bold red" if d["confidence"] == "confirmed" else "bold yellow",
+                )
                 if self.on_diagnosis:
                     self._hooks.append(run_hook(self.on_diagnosis, d))
             elif isinstance(ev, Stalled):
                 hang = "; GPUs busy: training-hang?" if ev.gpus_busy else ""
-                alerts.add(f"stalled: no step for {ev.seconds:.0f} s "
-                           f"(usual {ev.usual_interval:.1f} s){hang}", "bold red")
+                alerts.add(
+                    f"stalled: no step for {ev.seconds:.0f} s (usual {ev.usual_interval:.1f} s){hang}",
+                    "bold red",
+                )
             elif isinstance(ev, Resumed):
                 alerts.add(f"resumed after {ev.seconds:.0f} s", "green")
             elif isinstance(ev, Notice):
                 alerts.add(ev.text, "yellow")
             elif isinstance(ev, Ended):
                 how = end_words(ev.exit_status, ev.signal, ev.reason)
-                alerts.add(f"run ended: {how}; {ev.lines} lines in {ev.capture}",
-                           "bold red" if ev.exit_status or ev.signal else "bold")
+                alerts.add(
+                    f"run ended: {how}; {ev.lines} lines in {ev.capture}",
+                    "bold red" if ev.exit_status or ev.signal else "bold",
+                )
             elif isinstance(ev, Triaged):
                 n = len(ev.report.get("diagnoses", []))
-                alerts.add(f"full triage of the capture: {n} diagnos{'is' if n == 1 else 'es'}",
-                           "bold")
+                alerts.add(f"full triage of the capture: {n} diagnos{'is' if n == 1 else 'es'}", "bold")
                 if ev.snapshot is not None:
                     from triage.watch.gpu import from_snapshot
 
@@ -284,9 +297,10 @@ class WatchApp(App[int]):
         sel = self.selected if diags else None
         set_if_changed(self.query_one(DiagnosesPanel), diagnoses_text(diags, sel))
         d = diags[self.selected] if diags else None
-        set_if_changed(self.query_one(DetailsPanel),
-                       details_text(d, self.current_ruled_out(), self._line_text,
-                                    index=self.selected, total=len(diags)))
+        set_if_changed(
+            self.query_one(DetailsPanel),
+            details_text(d, self.current_ruled_out(), self._line_text, index=self.selected, total=len(diags)),
+        )
         self.query_one(RunPanel).show(self.session.run)
         self.refresh_status()
 
@@ -300,9 +314,11 @@ class WatchApp(App[int]):
         """Redraw the status line (run time, freshness, stall, how the run ended)."""
         target = self.attached.target if self.attached else self.session.source.name
         pane = self.attached.pane if self.attached else None
-        set_if_changed(self.query_one(StatusBar),
-                       status_text(target, pane, self.session.run, self.clock(), self.clock_text),
-                       layout=False)  # one row, always
+        set_if_changed(
+            self.query_one(StatusBar),
+            status_text(target, pane, self.session.run, self.clock(), self.clock_text),
+            layout=False,
+        )  # one row, always
 
     def _write_tail(self) -> None:
         log = self.query_one(LogPane)
@@ -337,9 +353,13 @@ class WatchApp(App[int]):
         the evidence view read from the capture file."""
         if self.query_one(LogPane).jump(lineno):
             return
-        self.push_screen(EvidenceScreen(f"line {lineno} of {self.session.source.capture}",
-                                        context_lines(self.session.source.capture, lineno),
-                                        lineno))
+        self.push_screen(
+            EvidenceScreen(
+                f"line {lineno} of {self.session.source.capture}",
+                context_lines(self.session.source.capture, lineno),
+                lineno,
+            )
+        )
 
     def action_select(self, step: int) -> None:
         """Select the next (1) or previous (-1) diagnosis for the details pane."""
@@ -400,8 +420,9 @@ class WatchApp(App[int]):
         pane = self.attached.pane if self.attached else None
         snap = take_snapshot(pane)
         if snap is None:
-            self.call_from_thread(self.query_one(AlertsPanel).add,
-                                  "snapshot: not available in this install", "dim")
+            self.call_from_thread(
+                self.query_one(AlertsPanel).add, "snapshot: not available in this install", "dim"
+            )
             return
         path = Path(str(self.session.source.capture) + ".snapshot.json")
         try:
@@ -421,8 +442,7 @@ class WatchApp(App[int]):
         from triage.report.json import report_dict
 
         try:
-            rep = report_dict(analyze([str(self.session.source.capture)],
-                                      rules=self.session.rules))
+            rep = report_dict(analyze([str(self.session.source.capture)], rules=self.session.rules))
         except TriageError as e:
             self.call_from_thread(self.query_one(AlertsPanel).add, f"re-triage: {e}", "red")
             return
@@ -432,8 +452,9 @@ class WatchApp(App[int]):
     def _retriaged(self, diags: list[dict[str, Any]], total: int) -> None:
         if self.session.final_report is None and diags:
             self.session.diagnoses = diags
-        self.query_one(AlertsPanel).add(f"re-triaged the capture: {total} diagnos"
-                                        f"{'is' if total == 1 else 'es'}", "bold")
+        self.query_one(AlertsPanel).add(
+            f"re-triaged the capture: {total} diagnos{'is' if total == 1 else 'es'}", "bold"
+        )
         self.refresh_view()
 
     async def action_quit(self) -> None:

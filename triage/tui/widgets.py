@@ -34,8 +34,7 @@ def end_words(exit_status: int | None, signal: str | None, reason: str) -> str:
     return how + (f" ({signal})" if signal else "")
 
 
-def status_text(target: str, pane: str | None, run: RunState, now: float,
-                clock_text: bool = True) -> Text:
+def status_text(target: str, pane: str | None, run: RunState, now: float, clock_text: bool = True) -> Text:
     """The top line: what is watched, for how long (the clock stops at the end), how
     fresh the output is, where the run is, and how it ended."""
     parts = [target]
@@ -57,8 +56,10 @@ def status_text(target: str, pane: str | None, run: RunState, now: float,
         t.append(f" · STALLED{quiet}: no step line (training-hang?)", style="bold red")
     if run.ended is not None:
         e = run.ended
-        t.append(f" · ended: {end_words(e.exit_status, e.signal, e.reason)}",
-                 style="bold red" if e.exit_status or e.signal else "bold")
+        t.append(
+            f" · ended: {end_words(e.exit_status, e.signal, e.reason)}",
+            style="bold red" if e.exit_status or e.signal else "bold",
+        )
     elif run.ending_at is not None:
         t.append(" · ended: reading the last output and triaging…", style="bold")
     return t
@@ -77,7 +78,8 @@ class LogPane(Static, can_focus=True):
     screen cost 8% of a core at 3 lines a second. Keys: up/down, page up/down, end."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "scroll_rows(-1)", show=False), Binding("down", "scroll_rows(1)", show=False),
+        Binding("up", "scroll_rows(-1)", show=False),
+        Binding("down", "scroll_rows(1)", show=False),
         Binding("pageup", "scroll_rows(-20)", show=False),
         Binding("pagedown", "scroll_rows(20)", show=False),
         Binding("end", "follow_end", show=False),
@@ -202,9 +204,14 @@ def diagnoses_text(diags: Sequence[dict[str, Any]], selected: int | None = None)
     return t
 
 
-def details_text(d: dict[str, Any] | None, ruled_out: Iterable[dict[str, Any]] = (),
-                 line_text: Callable[[int], str | None] | None = None, *,
-                 index: int = 0, total: int = 0) -> Text:
+def details_text(
+    d: dict[str, Any] | None,
+    ruled_out: Iterable[dict[str, Any]] = (),
+    line_text: Callable[[int], str | None] | None = None,
+    *,
+    index: int = 0,
+    total: int = 0,
+) -> Text:
     """Everything about one diagnosis: its evidence with context (the capture line
     before an evidence line, and the frames the report kept), what it explains, the
     checks that tell it from the others, the fixes, what speaks against it, and what
@@ -277,8 +284,11 @@ def gpu_text(sample: GpuSample | None) -> Text:
         t.append(f"N/A  {sample.unknown or 'no GPUs found'}", style="dim")
         return t
     for g in sample.devices:
-        mem = (f"{g.memory_used_mib / 1024:5.1f}/{g.memory_total_mib / 1024:.0f}G"
-               if g.memory_used_mib is not None and g.memory_total_mib is not None else "N/A")
+        mem = (
+            f"{g.memory_used_mib / 1024:5.1f}/{g.memory_total_mib / 1024:.0f}G"
+            if g.memory_used_mib is not None and g.memory_total_mib is not None
+            else "N/A"
+        )
         util = f"{g.utilization_pct:3d}%" if g.utilization_pct is not None else " N/A"
         t.append(f"{g.index:<4d}  {mem:<18s}  {util}\n")
     t.rstrip()

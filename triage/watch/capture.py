@@ -104,11 +104,23 @@ class Tmux:
         return p.stdout.decode("utf-8", "replace")
 
 
-_INFO = "\t".join(["#{pane_id}", "#{session_name}", "#{window_index}", "#{pane_index}",
-                   "#{pane_dead}", "#{pane_pipe}", "#{pane_pid}", "#{history_size}",
-                   "#{history_limit}", "#{cursor_x}", "#{cursor_y}", "#{pane_height}"])
-_STATUS = "\t".join(["#{pane_dead}", "#{pane_dead_status}", "#{pane_dead_signal}",
-                     "#{pane_current_command}"])
+_INFO = "\t".join(
+    [
+        "#{pane_id}",
+        "#{session_name}",
+        "#{window_index}",
+        "#{pane_index}",
+        "#{pane_dead}",
+        "#{pane_pipe}",
+        "#{pane_pid}",
+        "#{history_size}",
+        "#{history_limit}",
+        "#{cursor_x}",
+        "#{cursor_y}",
+        "#{pane_height}",
+    ]
+)
+_STATUS = "\t".join(["#{pane_dead}", "#{pane_dead_status}", "#{pane_dead_signal}", "#{pane_current_command}"])
 
 
 class TmuxPane:
@@ -142,13 +154,13 @@ class TmuxPane:
             raise TmuxError(
                 f"pane {self.pane_id} ({session}:{window}.{pane}) already has a pipe-pane, and "
                 f"tmux allows one per pane; stop it (tmux pipe-pane -t {self.pane_id}) or "
-                "watch the file it writes: triage watch FILE")
+                "watch the file it writes: triage watch FILE"
+            )
         self.capture.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.capture.write_bytes(b"")
         except OSError as e:
-            raise TriageError(f"{self.capture}: cannot write the capture file ({e.strerror})"
-                              ) from None
+            raise TriageError(f"{self.capture}: cannot write the capture file ({e.strerror})") from None
         if not dead:
             self._keep_pane_on_exit()
         notes: list[str] = []
@@ -157,8 +169,10 @@ class TmuxPane:
         else:
             hist, partial, hsize, hlimit, dead = self._capture_and_pipe()
         if hsize >= hlimit > 0:
-            notes.append(f"the pane's scrollback was full ({hlimit} lines, tmux history-limit): "
-                         "older output was dropped by tmux before triage attached")
+            notes.append(
+                f"the pane's scrollback was full ({hlimit} lines, tmux history-limit): "
+                "older output was dropped by tmux before triage attached"
+            )
         pid = int(info[6]) if info[6].isdigit() else None
         self.pane_pid = pid
         self._pid_start = proc_start_time(pid) if pid is not None and not dead else None
@@ -176,11 +190,13 @@ class TmuxPane:
         return parts
 
     def _keep_pane_on_exit(self) -> None:
-        local = self.tmux.run("show-options", "-p", "-q", "-v", "-t", self.pane_id,
-                              "remain-on-exit", check=False).strip()
+        local = self.tmux.run(
+            "show-options", "-p", "-q", "-v", "-t", self.pane_id, "remain-on-exit", check=False
+        ).strip()
         self._roe_local = local or None
-        eff = self.tmux.run("display-message", "-p", "-t", self.pane_id,
-                            "#{remain-on-exit}", check=False).strip()
+        eff = self.tmux.run(
+            "display-message", "-p", "-t", self.pane_id, "#{remain-on-exit}", check=False
+        ).strip()
         self._roe_effective = eff or "off"
         self.tmux.run("set-option", "-p", "-t", self.pane_id, "remain-on-exit", "on")
         self._roe_set = True
@@ -197,14 +213,40 @@ class TmuxPane:
         pidfile = gate_dir / "pid"
         # the shell records its pid, which `exec` hands to cat: a dead pane's pipe cannot
         # be closed through tmux ("target pane has exited"), so we may have to stop it
-        cmd = (f"echo $$ > {shlex.quote(str(pidfile))}; "
-               f"exec cat {shlex.quote(str(gate))} - >> {shlex.quote(str(self.capture))}")
+        cmd = (
+            f"echo $$ > {shlex.quote(str(pidfile))}; "
+            f"exec cat {shlex.quote(str(gate))} - >> {shlex.quote(str(self.capture))}"
+        )
         try:
             out = self.tmux.run(
-                "display-message", "-p", "-t", self.pane_id, _INFO, ";",
-                "capture-pane", "-p", "-t", self.pane_id, ";",
-                "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", self.pane_id, ";",
-                "pipe-pane", "-o", "-t", self.pane_id, cmd, check=False)
+                "display-message",
+                "-p",
+                "-t",
+                self.pane_id,
+                _INFO,
+                ";",
+                "capture-pane",
+                "-p",
+                "-t",
+                self.pane_id,
+                ";",
+                "capture-pane",
+                "-p",
+                "-J",
+                "-S",
+                "-",
+                "-E",
+                "-",
+                "-t",
+                self.pane_id,
+                ";",
+                "pipe-pane",
+                "-o",
+                "-t",
+                self.pane_id,
+                cmd,
+                check=False,
+            )
             rows = out.split("\n")
             info = rows[0].split("\t")
             if len(info) != 12:
@@ -217,8 +259,8 @@ class TmuxPane:
             if not self.piped:
                 raise TmuxError(f"tmux pipe-pane did not start on {self.pane_id}")
             cx, cy, height = int(info[9]), int(info[10]), int(info[11])
-            visible = rows[1:1 + height]
-            joined = _strip_screen(rows[1 + height:])
+            visible = rows[1 : 1 + height]
+            joined = _strip_screen(rows[1 + height :])
             cursor_row = visible[cy] if 0 <= cy < len(visible) else ""
             partial = cx > 0 and bool(cursor_row.strip()) and bool(joined)
             self._feed_gate(gate, joined, partial)
@@ -242,8 +284,7 @@ class TmuxPane:
                 if e.errno != errno.ENXIO or time.monotonic() > deadline:
                     self.stop_pipe()
                     _release(gate)
-                    raise TmuxError(f"tmux pipe-pane: the capture command did not start ({e})"
-                                    ) from None
+                    raise TmuxError(f"tmux pipe-pane: the capture command did not start ({e})") from None
                 time.sleep(0.005)
         try:
             os.set_blocking(fd, True)
@@ -261,8 +302,7 @@ class TmuxPane:
             fh.write(text.encode("utf-8"))
 
     def _pipe_open(self) -> bool:
-        out = self.tmux.run("display-message", "-p", "-t", self.pane_id, "#{pane_pipe}",
-                            check=False)
+        out = self.tmux.run("display-message", "-p", "-t", self.pane_id, "#{pane_pipe}", check=False)
         return out.strip() == "1"
 
     # -- while watching -----------------------------------------------------------
@@ -271,8 +311,19 @@ class TmuxPane:
         the zombie's own from /proc). The visible screen comes along in the same command
         list: after a `kill-pane` it is the only copy of what tmux had not yet piped."""
         try:
-            out = self.tmux.run("display-message", "-p", "-t", self.pane_id, _STATUS, ";",
-                                "capture-pane", "-p", "-J", "-t", self.pane_id)
+            out = self.tmux.run(
+                "display-message",
+                "-p",
+                "-t",
+                self.pane_id,
+                _STATUS,
+                ";",
+                "capture-pane",
+                "-p",
+                "-J",
+                "-t",
+                self.pane_id,
+            )
         except TmuxError:
             return PaneStatus(exists=False)
         first, _, screen = out.partition("\n")
@@ -290,8 +341,7 @@ class TmuxPane:
             got = self.proc_status()
             if got is not None:
                 return PaneStatus(True, dead, got[0], got[1], parts[3], "proc")
-        return PaneStatus(True, dead, status, sig, parts[3],
-                          "tmux" if status is not None or sig else None)
+        return PaneStatus(True, dead, status, sig, parts[3], "tmux" if status is not None or sig else None)
 
     def proc_status(self) -> tuple[int | None, str | None] | None:
         """(exit status, signal name) of the pane's process if it is a zombie that tmux
@@ -304,8 +354,7 @@ class TmuxPane:
         """The dead pane's scrollback and screen, without tmux's "Pane is dead" line:
         what the pane showed last, to check the capture's end against."""
         try:
-            out = self.tmux.run("capture-pane", "-p", "-J", "-S", "-", "-E", "-",
-                                "-t", self.pane_id)
+            out = self.tmux.run("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", self.pane_id)
         except TmuxError:
             out = "\n".join(self.last_screen)  # closed (kill-pane): the last screen seen
         lines = _strip_screen(out.split("\n"))
@@ -348,11 +397,11 @@ class TmuxPane:
             if not self._roe_set:
                 return
             if self._roe_local is None:
-                self.tmux.run("set-option", "-p", "-u", "-t", self.pane_id, "remain-on-exit",
-                              check=False)
+                self.tmux.run("set-option", "-p", "-u", "-t", self.pane_id, "remain-on-exit", check=False)
             else:
-                self.tmux.run("set-option", "-p", "-t", self.pane_id, "remain-on-exit",
-                              self._roe_local, check=False)
+                self.tmux.run(
+                    "set-option", "-p", "-t", self.pane_id, "remain-on-exit", self._roe_local, check=False
+                )
             if dead is None:
                 st = self.status()
                 dead, exit_status = st.exists and st.dead, st.exit_status

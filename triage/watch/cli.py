@@ -16,35 +16,65 @@ from triage.errors import TriageError
 def register(sub: Any) -> None:
     """Add the `watch` subcommand to triage's subparsers."""
     w = sub.add_parser(
-        "watch", help="watch a tmux pane or a growing log live: capture, diagnose, alert",
+        "watch",
+        help="watch a tmux pane or a growing log live: capture, diagnose, alert",
         description="Watch a training run live. With --tmux the pane's scrollback and every "
-                    "byte it prints from now on go to a capture file (kept when the pane "
-                    "dies); a FILE is followed across rotation and truncation.")
+        "byte it prints from now on go to a capture file (kept when the pane "
+        "dies); a FILE is followed across rotation and truncation.",
+    )
     w.add_argument("file", nargs="?", metavar="FILE", help="a log file to follow")
-    w.add_argument("--tmux", metavar="TARGET",
-                   help="a tmux session, or session:window.pane, to capture and watch")
-    w.add_argument("--tmux-socket", metavar="NAME|PATH",
-                   help="the tmux server's socket (tmux -L NAME, or -S PATH with a /)")
-    w.add_argument("--no-tui", action="store_true",
-                   help="print JSON lines, one per event, and exit when the run ends")
-    w.add_argument("--capture", metavar="FILE",
-                   help="with --tmux: where the capture goes (default: ~/.cache/triage/watch/)")
-    w.add_argument("--on-diagnosis", metavar="CMD",
-                   help="run CMD in a shell for each new diagnosis, with its JSON on stdin")
-    w.add_argument("--stall-factor", type=float, default=10.0, metavar="N",
-                   help="alert when no step line came for N times the usual interval "
-                        "(default 10)")
-    w.add_argument("--min-stall", type=float, default=30.0, metavar="S",
-                   help="but never before S seconds without progress (default 30)")
-    w.add_argument("--poll", type=float, default=0.2, metavar="S",
-                   help="seconds between reads of the capture (default 0.2)")
-    w.add_argument("--html", metavar="FILE",
-                   help="write the HTML report here when the run ends (default with --tmux "
-                        "and the html extra: beside the capture, as .html)")
-    w.add_argument("--no-snapshot", action="store_true",
-                   help="skip the evidence snapshot when the run ends")
-    w.add_argument("--rules", metavar="DIR", action="append", type=Path,
-                   help="an extra folder of rules (repeatable)")
+    w.add_argument(
+        "--tmux", metavar="TARGET", help="a tmux session, or session:window.pane, to capture and watch"
+    )
+    w.add_argument(
+        "--tmux-socket",
+        metavar="NAME|PATH",
+        help="the tmux server's socket (tmux -L NAME, or -S PATH with a /)",
+    )
+    w.add_argument(
+        "--no-tui", action="store_true", help="print JSON lines, one per event, and exit when the run ends"
+    )
+    w.add_argument(
+        "--capture",
+        metavar="FILE",
+        help="with --tmux: where the capture goes (default: ~/.cache/triage/watch/)",
+    )
+    w.add_argument(
+        "--on-diagnosis",
+        metavar="CMD",
+        help="run CMD in a shell for each new diagnosis, with its JSON on stdin",
+    )
+    w.add_argument(
+        "--stall-factor",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="alert when no step line came for N times the usual interval (default 10)",
+    )
+    w.add_argument(
+        "--min-stall",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="but never before S seconds without progress (default 30)",
+    )
+    w.add_argument(
+        "--poll",
+        type=float,
+        default=0.2,
+        metavar="S",
+        help="seconds between reads of the capture (default 0.2)",
+    )
+    w.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the HTML report here when the run ends (default with --tmux "
+        "and the html extra: beside the capture, as .html)",
+    )
+    w.add_argument("--no-snapshot", action="store_true", help="skip the evidence snapshot when the run ends")
+    w.add_argument(
+        "--rules", metavar="DIR", action="append", type=Path, help="an extra folder of rules (repeatable)"
+    )
     from triage.history import add_options as add_history_options
 
     add_history_options(w)
@@ -69,10 +99,16 @@ def build_session(args: argparse.Namespace) -> Any:
         if args.capture:
             raise TriageError("watch: --capture goes with --tmux (a FILE is its own capture)")
         source = FileSource(Path(args.file))
-    session = WatchSession(source, rules=get_rules(args.rules), stall_factor=args.stall_factor,
-                           min_stall=args.min_stall, report_interval=min(args.poll, 0.25),
-                           status_interval=max(args.poll, 0.5), snapshot=not args.no_snapshot,
-                           html=html_path(args, source.capture))
+    session = WatchSession(
+        source,
+        rules=get_rules(args.rules),
+        stall_factor=args.stall_factor,
+        min_stall=args.min_stall,
+        report_interval=min(args.poll, 0.25),
+        status_interval=max(args.poll, 0.5),
+        snapshot=not args.no_snapshot,
+        html=html_path(args, source.capture),
+    )
     session.history = watch_history(args)
     return session
 
@@ -125,7 +161,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from triage.tui.app import run_app
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith("textual"):
-            raise TriageError("the TUI needs textual (pip install 'triage[tui]'); "
-                              "or use --no-tui") from None
+            raise TriageError("the TUI needs textual (pip install 'triage[tui]'); or use --no-tui") from None
         raise
     return run_app(session, poll=args.poll, on_diagnosis=args.on_diagnosis)

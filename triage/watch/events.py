@@ -24,9 +24,16 @@ class Attached:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "attached", "mode": self.mode, "target": self.target,
-                "pane": self.pane, "pid": self.pid, "capture": self.capture,
-                "history_lines": self.history_lines, "notes": list(self.notes)}
+        return {
+            "event": "attached",
+            "mode": self.mode,
+            "target": self.target,
+            "pane": self.pane,
+            "pid": self.pid,
+            "capture": self.capture,
+            "history_lines": self.history_lines,
+            "notes": list(self.notes),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +50,13 @@ class DiagnosisFound:
         return str(self.diagnosis.get("signature", ""))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "diagnosis", "signature": self.signature, "line": self.line,
-                "final": self.final, "diagnosis": self.diagnosis}
+        return {
+            "event": "diagnosis",
+            "signature": self.signature,
+            "line": self.line,
+            "final": self.final,
+            "diagnosis": self.diagnosis,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +70,14 @@ class Stalled:
     gpus_busy: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "stall", "seconds_since_progress": round(self.seconds, 1),
-                "usual_interval": round(self.usual_interval, 3), "last_step": self.last_step,
-                "gpus_busy": self.gpus_busy,
-                "likely": "training-hang" if self.gpus_busy is not False else "stalled"}
+        return {
+            "event": "stall",
+            "seconds_since_progress": round(self.seconds, 1),
+            "usual_interval": round(self.usual_interval, 3),
+            "last_step": self.last_step,
+            "gpus_busy": self.gpus_busy,
+            "likely": "training-hang" if self.gpus_busy is not False else "stalled",
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +113,15 @@ class Ended:
     status_from: str | None = None  # who told the exit status: "tmux" | "proc"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "ended", "exit_status": self.exit_status, "signal": self.signal,
-                "reason": self.reason, "lines": self.lines, "capture": self.capture,
-                "status_from": self.status_from}
+        return {
+            "event": "ended",
+            "exit_status": self.exit_status,
+            "signal": self.signal,
+            "reason": self.reason,
+            "lines": self.lines,
+            "capture": self.capture,
+            "status_from": self.status_from,
+        }
 
 
 @dataclass(frozen=True, slots=True)

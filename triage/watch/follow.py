@@ -139,7 +139,7 @@ class LineSplitter:
             self._set_partial(buf)
             return b"", []
         blob = buf[: cut + 1]
-        self._set_partial(buf[cut + 1:])
+        self._set_partial(buf[cut + 1 :])
         return blob, blob[:-1].split(b"\n")
 
     def _set_partial(self, buf: bytes) -> None:

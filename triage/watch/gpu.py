@@ -119,6 +119,13 @@ def from_snapshot(snap: dict[str, Any]) -> GpuSample:
             return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
         idx = num("index")
-        out.append(Gpu(len(out) if idx is None else idx, str(d.get("name", f"GPU {len(out)}")),
-                       num("memory_used_mib"), num("memory_total_mib"), num("utilization_pct")))
+        out.append(
+            Gpu(
+                len(out) if idx is None else idx,
+                str(d.get("name", f"GPU {len(out)}")),
+                num("memory_used_mib"),
+                num("memory_total_mib"),
+                num("utilization_pct"),
+            )
+        )
     return GpuSample(tuple(out))

@@ -39,9 +39,19 @@ _STRUCT: tuple[str, ...]
 try:
     from triage.structure.tables import STRUCTURE_LITERALS as _STRUCT
 except ImportError:  # an older core
-    _STRUCT = ("Traceback (most recent call last)", "Error", "Exception", "Interrupt",
-               "exitcode", "Root Cause (first observed", "terminate called", "what():",
-               "During handling of the above", "direct cause of the following", "Killed")
+    _STRUCT = (
+        "Traceback (most recent call last)",
+        "Error",
+        "Exception",
+        "Interrupt",
+        "exitcode",
+        "Root Cause (first observed",
+        "terminate called",
+        "what():",
+        "During handling of the above",
+        "direct cause of the following",
+        "Killed",
+    )
 STRUCTURE_MARKERS: tuple[str, ...] = tuple(_STRUCT)
 
 Target = Any  # a line Clause, or (rule id, Unless) for a log-scope `unless`
@@ -54,8 +64,12 @@ class TriggerScanner:
     literal that is in every healthy line ("grad_norm") then costs one regex pass per
     chunk, not a window per line."""
 
-    def __init__(self, exact: dict[str, list[Target]], icase: dict[str, list[Target]],
-                 structure: Iterable[str] = STRUCTURE_MARKERS) -> None:
+    def __init__(
+        self,
+        exact: dict[str, list[Target]],
+        icase: dict[str, list[Target]],
+        structure: Iterable[str] = STRUCTURE_MARKERS,
+    ) -> None:
         self.targets: dict[bytes, list[Target]] = {}
         for lit, ts in exact.items():
             self.targets.setdefault(lit.encode(), []).extend(ts)
@@ -148,8 +162,10 @@ def line_indexes(blob: bytes, offsets: list[int]) -> list[int]:
 
 def _search(clause: Any, raw: bytes) -> bool:
     try:
-        return clause.pattern.search(strip_ansi(raw.decode("utf-8", "replace")),
-                                     timeout=REGEX_TIMEOUT) is not None
+        return (
+            clause.pattern.search(strip_ansi(raw.decode("utf-8", "replace")), timeout=REGEX_TIMEOUT)
+            is not None
+        )
     except TimeoutError:
         return True  # cannot tell cheaply: let the full matcher decide
 
@@ -161,8 +177,9 @@ def _regex_lines(clause: Any, text: str) -> list[int]:
 
     pat = _MULTILINE.get(id(clause))
     if pat is None:
-        pat = _MULTILINE[id(clause)] = regex.compile(clause.pattern.pattern,
-                                                     clause.pattern.flags | regex.MULTILINE)
+        pat = _MULTILINE[id(clause)] = regex.compile(
+            clause.pattern.pattern, clause.pattern.flags | regex.MULTILINE
+        )
     out: list[int] = []
     idx, last = 0, 0
     try:
@@ -201,8 +218,15 @@ class LiveDiagnoses:
 class LiveTriage:
     """Feed consecutive chunks of complete lines; ask `diagnoses()` when `dirty`."""
 
-    def __init__(self, rules: list[Rule], source: str, facts: dict[str, Any] | None = None,
-                 *, before: int = BEFORE, after: int = AFTER) -> None:
+    def __init__(
+        self,
+        rules: list[Rule],
+        source: str,
+        facts: dict[str, Any] | None = None,
+        *,
+        before: int = BEFORE,
+        after: int = AFTER,
+    ) -> None:
         self.rules = rules
         self.source = source
         self.facts = dict(facts or {})
@@ -271,7 +295,7 @@ class LiveTriage:
         self.fed += 1
         findings = self.analysis.matcher.findings
         if len(findings) > self._findings_seen:
-            for f in findings[self._findings_seen:]:
+            for f in findings[self._findings_seen :]:
                 if f.evidence.line is not None:
                     self.matched.append(f.evidence.line)
             self._findings_seen = len(findings)
@@ -287,8 +311,11 @@ class LiveTriage:
         """A report over what was fed so far, leaving the live state untouched."""
         a = self.analysis
         # rules and the prefilter are immutable and large: share them, copy the rest
-        memo: dict[int, Any] = {id(a.rules): a.rules, id(a.matcher.rules): a.matcher.rules,
-                                id(a.matcher.prefilter): a.matcher.prefilter}
+        memo: dict[int, Any] = {
+            id(a.rules): a.rules,
+            id(a.matcher.rules): a.matcher.rules,
+            id(a.matcher.prefilter): a.matcher.prefilter,
+        }
         for r in a.rules:
             memo[id(r)] = r
         snap: Analysis = copy.deepcopy(a, memo)
@@ -301,8 +328,11 @@ class LiveTriage:
         self.dirty = False
         rep = self.report()
         # what the watcher itself saw (a stall: run.stalled_s) is as live as a line
-        live = [d for d in rep.diagnoses if math.isfinite(d.first_seen)
-                or any((e.fact or "").startswith("run.") for e in d.evidence)]
+        live = [
+            d
+            for d in rep.diagnoses
+            if math.isfinite(d.first_seen) or any((e.fact or "").startswith("run.") for e in d.evidence)
+        ]
         return LiveDiagnoses(live, rep)
 
 

@@ -107,8 +107,15 @@ class TmuxSource:
 
     def attach(self) -> Attached:
         a = self.pane.attach()
-        return Attached(self.name, str(self.capture), "tmux", pane=a.pane_id, pid=a.pane_pid,
-                        history_lines=a.history_lines, notes=tuple(a.notes))
+        return Attached(
+            self.name,
+            str(self.capture),
+            "tmux",
+            pane=a.pane_id,
+            pid=a.pane_pid,
+            history_lines=a.history_lines,
+            notes=tuple(a.notes),
+        )
 
     def status(self) -> PaneStatus | None:
         return self.pane.status()
@@ -132,6 +139,7 @@ def missing_tail(screen: list[str], ours: list[str], anchor: int = 3) -> list[st
     Only a confident alignment counts (the last `anchor` lines of ours, or all of them,
     found in a row in `screen`): a screen renders tabs, wide characters and redraws
     differently, and repeating lines would be worse than a note."""
+
     def key(s: str) -> str:
         return " ".join(s.split())
 
@@ -144,9 +152,9 @@ def missing_tail(screen: list[str], ours: list[str], anchor: int = 3) -> list[st
     want = mine[-k:]
     # search from the end: the latest place where our last k lines appear
     for end in range(len(scr_nonblank) - 1, k - 2, -1):
-        idx = scr_nonblank[end - k + 1:end + 1]
+        idx = scr_nonblank[end - k + 1 : end + 1]
         if [scr[i] for i in idx] == want:
-            return screen[idx[-1] + 1:]
+            return screen[idx[-1] + 1 :]
     return []
 
 
@@ -184,11 +192,20 @@ class RunState:
 class WatchSession:
     """One watch: `start()`, then `poll()` until `done`; `stop()` ends it early."""
 
-    def __init__(self, source: Source, *, rules: list[Rule] | None = None,
-                 clock: Callable[[], float] = time.monotonic, stall_factor: float = 10.0,
-                 min_stall: float = 30.0, report_interval: float = 0.2,
-                 status_interval: float = 0.5, snapshot: bool = True,
-                 gpus: GpuSampler | None = None, html: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        rules: list[Rule] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        stall_factor: float = 10.0,
+        min_stall: float = 30.0,
+        report_interval: float = 0.2,
+        status_interval: float = 0.5,
+        snapshot: bool = True,
+        gpus: GpuSampler | None = None,
+        html: Path | None = None,
+    ) -> None:
         self.source = source
         self.html = html  # where the HTML report goes when the run ends (None: nowhere)
         self.html_written: Path | None = None
@@ -348,8 +365,7 @@ class WatchSession:
         view = self.live.diagnoses()
         self.diagnoses = [diagnosis_dict(d) for d in view.diagnoses]
         if view.report is not None:
-            self.ruled_out = [{"signature": x.signature, "because": x.because}
-                              for x in view.report.ruled_out]
+            self.ruled_out = [{"signature": x.signature, "because": x.because} for x in view.report.ruled_out]
         return self._announce(self.diagnoses, final=False)
 
     def _announce(self, diags: list[dict[str, Any]], final: bool) -> list[Event]:
@@ -430,8 +446,9 @@ class WatchSession:
         exit_status = st.exit_status
         if exit_status is None and st.signal:
             exit_status = -_signum(st.signal)
-        ended = Ended(exit_status, self.live.lines, str(self.source.capture), st.signal, reason,
-                      st.status_from)
+        ended = Ended(
+            exit_status, self.live.lines, str(self.source.capture), st.signal, reason, st.status_from
+        )
         self.run.ended = ended
         events.append(ended)
         if report is not None:
@@ -483,8 +500,11 @@ class WatchSession:
 
     def _recover(self) -> list[Event]:
         """Append what the dead pane shows after the capture's end (see missing_tail)."""
-        tail_text = [p.text for raw in [*list(self.tail)[-200:], self.splitter.partial]
-                     for p in normalize(cap_line(raw), SourceState())]
+        tail_text = [
+            p.text
+            for raw in [*list(self.tail)[-200:], self.splitter.partial]
+            for p in normalize(cap_line(raw), SourceState())
+        ]
         try:
             missing = self.source.final_lines(tail_text)
         except TriageError:
@@ -492,11 +512,14 @@ class WatchSession:
         if not missing:
             return []
         with self.source.capture.open("ab") as fh:
-            fh.write((b"\n" if self.splitter.partial else b"")
-                     + "\n".join(missing).encode("utf-8") + b"\n")
+            fh.write((b"\n" if self.splitter.partial else b"") + "\n".join(missing).encode("utf-8") + b"\n")
         self._drain()
-        return [Notice(f"{len(missing)} line(s) that tmux had not passed to the pipe "
-                       "were recovered from the pane's screen")]
+        return [
+            Notice(
+                f"{len(missing)} line(s) that tmux had not passed to the pipe "
+                "were recovered from the pane's screen"
+            )
+        ]
 
     def _drain(self) -> None:
         """Read until the capture file stops growing (the pipe's last bytes)."""
@@ -531,8 +554,12 @@ class WatchSession:
         # the crash history (triage.history): set by the CLI, None with --no-history
         history = self.history(facts) if self.history is not None else None
         try:
-            rep = analyze([str(self.source.capture)], rules=self.rules, facts=facts,
-                          recall=history.recall if history is not None else None)
+            rep = analyze(
+                [str(self.source.capture)],
+                rules=self.rules,
+                facts=facts,
+                recall=history.recall if history is not None else None,
+            )
         except TriageError:
             return None
         if history is not None:
@@ -590,8 +617,7 @@ def run_hook(cmd: str, payload: dict[str, Any], timeout: float = 60.0) -> thread
 
     def work() -> None:
         try:
-            p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=sys.stderr,
-                                 stderr=sys.stderr)
+            p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=sys.stderr, stderr=sys.stderr)
         except OSError as e:
             sys.stderr.write(f"triage: --on-diagnosis: cannot run {cmd!r}: {e}\n")
             return
@@ -609,8 +635,9 @@ def run_hook(cmd: str, payload: dict[str, Any], timeout: float = 60.0) -> thread
     return t
 
 
-def run_headless(session: WatchSession, *, poll: float = 0.2, on_diagnosis: str | None = None,
-                 out: Any = None) -> int:
+def run_headless(
+    session: WatchSession, *, poll: float = 0.2, on_diagnosis: str | None = None, out: Any = None
+) -> int:
     """Print one JSON line per event until the run ends (or Ctrl-C); exit code 0."""
     stream = out or sys.stdout
     hooks: list[threading.Thread] = []

@@ -21,7 +21,8 @@ def step_line(i: int) -> str:
 def compiled_fn_called_while_tracing() -> None:
     raise RuntimeError(
         "Detected that you are using FX to symbolically trace a dynamo-optimized function. "
-        "This is not supported at the moment.")
+        "This is not supported at the moment."
+    )
 
 
 def main() -> None:

@@ -52,8 +52,14 @@ def load(module_name: str) -> Scenario:
     """Build the Scenario of one module of this package."""
     m = importlib.import_module(f"{__name__}.{module_name}")
     return Scenario(
-        name=m.NAME, expected=m.EXPECTED, device=m.DEVICE, summary=m.SUMMARY,
-        failure=m.FAILURE, fix=m.FIX, module=m, timeout_s=float(getattr(m, "TIMEOUT_S", 120.0)),
+        name=m.NAME,
+        expected=m.EXPECTED,
+        device=m.DEVICE,
+        summary=m.SUMMARY,
+        failure=m.FAILURE,
+        fix=m.FIX,
+        module=m,
+        timeout_s=float(getattr(m, "TIMEOUT_S", 120.0)),
         rss_limit_mib=_limit(getattr(m, "RSS_LIMIT_MIB", None)),
         fsize_limit_bytes=_limit(getattr(m, "FSIZE_LIMIT_BYTES", None)),
         shell=bool(getattr(m, "SHELL", False)),

@@ -22,8 +22,10 @@ NAME = "checkpoint-save-failed"
 EXPECTED = "checkpoint-save-failed"
 DEVICE = "cpu"
 SUMMARY = "dflash_runtime saves a ~330 KiB checkpoint under a 64 KiB file-size limit"
-FAILURE = ("`python -m dflash_runtime train --save DIR --save-every 2` with RLIMIT_FSIZE "
-           "64 KiB on the child (writes fail with EFBIG, as they fail with ENOSPC on a full disk)")
+FAILURE = (
+    "`python -m dflash_runtime train --save DIR --save-every 2` with RLIMIT_FSIZE "
+    "64 KiB on the child (writes fail with EFBIG, as they fail with ENOSPC on a full disk)"
+)
 FIX = "the same save with room for the checkpoint"
 TIMEOUT_S = 90.0
 
@@ -35,10 +37,24 @@ def FSIZE_LIMIT_BYTES(ctx: Context) -> int | None:  # a function: differs betwee
 
 def command(ctx: Context) -> list[str]:
     """The runtime's train command, saving every 2 steps into the run's folder."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--steps", "4", "--eval-prompts", "0",
-            "--target-pretrain-steps", "0", "--device", ctx.device,
-            "--save", str(ctx.workdir / "ckpt"),
-            "--save-every", "2"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--steps",
+        "4",
+        "--eval-prompts",
+        "0",
+        "--target-pretrain-steps",
+        "0",
+        "--device",
+        ctx.device,
+        "--save",
+        str(ctx.workdir / "ckpt"),
+        "--save-every",
+        "2",
+    ]
 
 
 def reproduced(run: Run) -> bool:

@@ -26,8 +26,22 @@ TIMEOUT_S = 300.0
 
 def command(ctx: Context) -> list[str]:
     """The runtime on the GPU; only the batch size differs."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--device", "cuda", "--preset", "small",
-            "--steps", "3", "--eval-prompts", "0", "--batch-size", "4" if ctx.fix else "1024"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--device",
+        "cuda",
+        "--preset",
+        "small",
+        "--steps",
+        "3",
+        "--eval-prompts",
+        "0",
+        "--batch-size",
+        "4" if ctx.fix else "1024",
+    ]
 
 
 def reproduced(run: Run) -> bool:

@@ -26,8 +26,10 @@ NAME = "dataloader-worker-crash"
 EXPECTED = "dataloader-worker-crash"
 DEVICE = "cpu"
 SUMMARY = "a DataLoader with 2 workers reads JSON-lines shards, one cut mid-record: a worker raises"
-FAILURE = ("torch DataLoader(num_workers=2) over JSON-lines shards, one truncated mid-record "
-           "(the worker's JSONDecodeError is re-raised in the trainer)")
+FAILURE = (
+    "torch DataLoader(num_workers=2) over JSON-lines shards, one truncated mid-record "
+    "(the worker's JSONDecodeError is re-raised in the trainer)"
+)
 FIX = "validate the shards before training and drop records that do not parse"
 TIMEOUT_S = 90.0
 NOT = ["host-oom-killed"]
@@ -58,8 +60,7 @@ def main(workdir: str, fix: bool) -> int:
     data.mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)
     for s in range(SHARDS):
-        lines = [json.dumps({"input_ids": [rng.randrange(256) for _ in range(SEQ)]})
-                 for _ in range(RECORDS)]
+        lines = [json.dumps({"input_ids": [rng.randrange(256) for _ in range(SEQ)]}) for _ in range(RECORDS)]
         text = "\n".join(lines) + "\n"
         if s == SHARDS - 1:  # the interrupted copy: ends in the middle of record 12
             cut = text.index("\n", len(text) // 2) + 20
@@ -77,8 +78,7 @@ def main(workdir: str, fix: bool) -> int:
                         try:
                             json.loads(line)
                         except json.JSONDecodeError as e:
-                            print(f"Skipping malformed record {f.name}:{i + 1} ({e.msg})",
-                                  flush=True)
+                            print(f"Skipping malformed record {f.name}:{i + 1} ({e.msg})", flush=True)
                             continue
                     self.index.append((f, i))
 

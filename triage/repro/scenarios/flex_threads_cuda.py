@@ -28,19 +28,41 @@ __all__ = ["cannot_reproduce", "command", "reproduced"]
 NAME = "flex-threads-cuda"
 EXPECTED = "fx-tracing-flag-race"
 DEVICE = "cuda"
-SUMMARY = ("the story's placement: 5 target + 3 drafter threads over the GPUs, flex_attention "
-           "compiled in each drafter thread (reproduces on torch < the compile-session flag)")
-FAILURE = ("`python -m dflash_runtime train --device cuda --targets 5 --drafters 3 "
-           "--attention flex --no-warmup-compile`")
+SUMMARY = (
+    "the story's placement: 5 target + 3 drafter threads over the GPUs, flex_attention "
+    "compiled in each drafter thread (reproduces on torch < the compile-session flag)"
+)
+FAILURE = (
+    "`python -m dflash_runtime train --device cuda --targets 5 --drafters 3 "
+    "--attention flex --no-warmup-compile`"
+)
 FIX = "--warmup-compile: compile flex_attention once before the threads start"
 TIMEOUT_S = 500.0
 
 
 def command(ctx: Context) -> list[str]:
     """The runtime with the story's placement; only the warm-up differs."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--device", "cuda", "--preset", "small",
-            "--targets", "5", "--drafters", "3", "--attention", "flex", "--steps", "4",
-            "--eval-prompts", "0", "--warmup-compile" if ctx.fix else "--no-warmup-compile"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--device",
+        "cuda",
+        "--preset",
+        "small",
+        "--targets",
+        "5",
+        "--drafters",
+        "3",
+        "--attention",
+        "flex",
+        "--steps",
+        "4",
+        "--eval-prompts",
+        "0",
+        "--warmup-compile" if ctx.fix else "--no-warmup-compile",
+    ]
 
 
 def reproduced(run: Run) -> bool:

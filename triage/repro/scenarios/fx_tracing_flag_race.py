@@ -48,13 +48,19 @@ if TYPE_CHECKING:
 NAME = "fx-tracing-flag-race"
 EXPECTED = "fx-tracing-flag-race"
 DEVICE = "cpu"
-SUMMARY = ("dflash_runtime, the story's placement (2 targets, 3 drafter threads, flex on a cold "
-           "compile cache, 2 batch shapes): a compile in one thread, a call in another "
-           "(torch without the compile-session flag)")
-FAILURE = ("`python -m dflash_runtime train --attention flex --targets 2 --drafters 3 "
-           "--no-warmup-compile --pad-multiple 16`, empty TORCHINDUCTOR_CACHE_DIR")
-FIX = ("--warmup-compile: compile flex_attention for every batch shape on one thread before "
-       "the drafter threads start")
+SUMMARY = (
+    "dflash_runtime, the story's placement (2 targets, 3 drafter threads, flex on a cold "
+    "compile cache, 2 batch shapes): a compile in one thread, a call in another "
+    "(torch without the compile-session flag)"
+)
+FAILURE = (
+    "`python -m dflash_runtime train --attention flex --targets 2 --drafters 3 "
+    "--no-warmup-compile --pad-multiple 16`, empty TORCHINDUCTOR_CACHE_DIR"
+)
+FIX = (
+    "--warmup-compile: compile flex_attention for every batch shape on one thread before "
+    "the drafter threads start"
+)
 TIMEOUT_S = 300.0  # two CPU compiles of flex_attention (about 30 s each) and 6 steps
 
 # The interpreter's torch version, and whether its compiler holds the compile-session
@@ -77,8 +83,7 @@ print(json.dumps({"torch": v, "session_flag": "_compile_session_context" in src}
 def torch_state(python: str) -> dict[str, object]:
     """{"torch": version or None, "session_flag": bool} of `python`'s torch."""
     try:
-        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True,
-                             timeout=60, check=True)
+        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=True)
         return dict(json.loads(out.stdout))
     except (OSError, subprocess.SubprocessError, ValueError):
         return {"torch": None, "session_flag": False}
@@ -88,12 +93,14 @@ def cannot_reproduce(ctx: Context) -> str | None:
     """Why this interpreter cannot show the race (None: it can)."""
     state = torch_state(ctx.python)
     if state["session_flag"]:  # unreadable or without torch: the run itself says what fails
-        return (f"cannot reproduce on torch {state['torch']}: its compiler holds "
-                "torch.compiler._compile_session_context() for the whole of every compile "
-                "(torch/_dynamo/convert_frame.py), so is_fx_symbolic_tracing() is false in "
-                "every thread while any compile runs and a compile's FX tracing no longer "
-                "trips another thread's compiled call; run it with --python PATH of an "
-                "interpreter whose torch lacks that flag (2.11, the story's)")
+        return (
+            f"cannot reproduce on torch {state['torch']}: its compiler holds "
+            "torch.compiler._compile_session_context() for the whole of every compile "
+            "(torch/_dynamo/convert_frame.py), so is_fx_symbolic_tracing() is false in "
+            "every thread while any compile runs and a compile's FX tracing no longer "
+            "trips another thread's compiled call; run it with --python PATH of an "
+            "interpreter whose torch lacks that flag (2.11, the story's)"
+        )
     return None
 
 
@@ -104,11 +111,33 @@ def env(ctx: Context) -> dict[str, str]:
 
 def command(ctx: Context) -> list[str]:
     """The runtime in the story's placement; only the warm-up differs."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--device", ctx.device,
-            "--preset", "tiny", "--attention", "flex",
-            "--targets", "2", "--drafters", "3", "--pad-multiple", "16", "--steps", "6",
-            "--eval-prompts", "0", "--target-pretrain-steps", "0", "--cpu-threads", "1",
-            "--warmup-compile" if ctx.fix else "--no-warmup-compile"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--device",
+        ctx.device,
+        "--preset",
+        "tiny",
+        "--attention",
+        "flex",
+        "--targets",
+        "2",
+        "--drafters",
+        "3",
+        "--pad-multiple",
+        "16",
+        "--steps",
+        "6",
+        "--eval-prompts",
+        "0",
+        "--target-pretrain-steps",
+        "0",
+        "--cpu-threads",
+        "1",
+        "--warmup-compile" if ctx.fix else "--no-warmup-compile",
+    ]
 
 
 def reproduced(run: Run) -> bool:

@@ -48,8 +48,9 @@ class HidingFinder(importlib.abc.MetaPathFinder):
     def _is_hidden(self, fullname: str) -> bool:
         return fullname.partition(".")[0] in self.hidden
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if self._is_hidden(fullname):
             return None
         find = getattr(self.inner, "find_spec", None)
@@ -79,8 +80,7 @@ def hide(names: Iterable[str]) -> None:
     hidden = frozenset(names)
     for mod in [m for m in sys.modules if m.partition(".")[0] in hidden]:
         del sys.modules[mod]
-    sys.meta_path[:] = [f if isinstance(f, HidingFinder) else HidingFinder(f, hidden)
-                        for f in sys.meta_path]
+    sys.meta_path[:] = [f if isinstance(f, HidingFinder) else HidingFinder(f, hidden) for f in sys.meta_path]
     importlib.invalidate_caches()
 
 
@@ -109,11 +109,10 @@ def run_python_args(args: list[str]) -> None:
 def main(argv: list[str]) -> None:
     """`NAMES... -- PYTHON-ARGS...`."""
     if "--" not in argv:
-        raise SystemExit("usage: hide_module.py NAME [NAME...] -- "
-                         "(-c CODE | -m MODULE | SCRIPT) ...")
+        raise SystemExit("usage: hide_module.py NAME [NAME...] -- (-c CODE | -m MODULE | SCRIPT) ...")
     i = argv.index("--")
     hide(argv[:i])
-    run_python_args(argv[i + 1:])
+    run_python_args(argv[i + 1 :])
 
 
 if __name__ == "__main__":

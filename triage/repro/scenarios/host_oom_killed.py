@@ -25,10 +25,14 @@ if TYPE_CHECKING:
 NAME = "host-oom-killed"
 EXPECTED = "host-oom-killed"
 DEVICE = "cpu"
-SUMMARY = ("dflash_runtime with a 16x batch under a 640 MiB job memory limit: the runner's "
-           "watchdog SIGKILLs it, as a cgroup OOM killer would")
-FAILURE = ("`python -m dflash_runtime train --batch-size 256` in a shell script under a "
-           "640 MiB memory limit on the job (SIGKILL from triage's user-space watchdog)")
+SUMMARY = (
+    "dflash_runtime with a 16x batch under a 640 MiB job memory limit: the runner's "
+    "watchdog SIGKILLs it, as a cgroup OOM killer would"
+)
+FAILURE = (
+    "`python -m dflash_runtime train --batch-size 256` in a shell script under a "
+    "640 MiB memory limit on the job (SIGKILL from triage's user-space watchdog)"
+)
 FIX = "the preset's batch size (16), under the same limit"
 TIMEOUT_S = 100.0
 RSS_LIMIT_MIB = 640.0
@@ -38,8 +42,20 @@ NOT = ["missing-accelerate", "fx-tracing-flag-race"]
 
 def command(ctx: Context) -> list[str]:
     """The runtime's train command; only the batch size differs between fail and fix."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--steps", "3", "--eval-prompts", "0",
-            "--target-pretrain-steps", "0", "--batch-size", "16" if ctx.fix else "256"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--steps",
+        "3",
+        "--eval-prompts",
+        "0",
+        "--target-pretrain-steps",
+        "0",
+        "--batch-size",
+        "16" if ctx.fix else "256",
+    ]
 
 
 def reproduced(run: Run) -> bool:

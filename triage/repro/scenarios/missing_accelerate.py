@@ -25,8 +25,10 @@ NAME = "missing-accelerate"
 EXPECTED = "missing-accelerate"
 DEVICE = "cpu"
 SUMMARY = "dflash_runtime loads its target with device_map while accelerate is not importable"
-FAILURE = ("`python -m dflash_runtime train --target-path DIR` with accelerate hidden from "
-           "the interpreter (meta-path finder + hidden distribution; nothing uninstalled)")
+FAILURE = (
+    "`python -m dflash_runtime train --target-path DIR` with accelerate hidden from "
+    "the interpreter (meta-path finder + hidden distribution; nothing uninstalled)"
+)
 FIX = "the same load with accelerate importable"
 TIMEOUT_S = 100.0
 
@@ -37,8 +39,19 @@ def _target(ctx: Context) -> str:
 
 def setup(ctx: Context) -> list[list[str]]:
     """Write a tiny target checkpoint folder (random init, no pretraining)."""
-    return [[ctx.python, "-m", "dflash_runtime", "save-target", _target(ctx),
-             "--target-pretrain-steps", "0", "--device", "cpu"]]
+    return [
+        [
+            ctx.python,
+            "-m",
+            "dflash_runtime",
+            "save-target",
+            _target(ctx),
+            "--target-pretrain-steps",
+            "0",
+            "--device",
+            "cpu",
+        ]
+    ]
 
 
 def _hidden(ctx: Context) -> list[str]:
@@ -48,15 +61,30 @@ def _hidden(ctx: Context) -> list[str]:
 def command(ctx: Context) -> list[str]:
     """The runtime's train command, loading the saved target with device_map."""
     device = "cuda" if ctx.device == "cuda" else "cpu"
-    return [ctx.python, *_hidden(ctx), "-m", "dflash_runtime", "train",
-            "--target-path", _target(ctx), "--device", device, "--steps", "2",
-            "--eval-prompts", "0"]
+    return [
+        ctx.python,
+        *_hidden(ctx),
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--target-path",
+        _target(ctx),
+        "--device",
+        device,
+        "--steps",
+        "2",
+        "--eval-prompts",
+        "0",
+    ]
 
 
 def reproduced(run: Run) -> bool:
     """transformers refused the device_map for lack of accelerate."""
-    return not run.ok and (run.has("requires `accelerate`") or run.has("requires Accelerate")
-                           or run.has("No module named 'accelerate"))
+    return not run.ok and (
+        run.has("requires `accelerate`")
+        or run.has("requires Accelerate")
+        or run.has("No module named 'accelerate")
+    )
 
 
 def snapshot_python(ctx: Context) -> str:
@@ -64,7 +92,8 @@ def snapshot_python(ctx: Context) -> str:
     if ctx.fix:
         return ctx.python
     wrapper = ctx.workdir / "python-without-accelerate"
-    wrapper.write_text(f'#!/bin/sh\nexec "{ctx.python}" "{ctx.script("hide_module.py")}" '
-                       'accelerate -- "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\nexec "{ctx.python}" "{ctx.script("hide_module.py")}" accelerate -- "$@"\n'
+    )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return os.fspath(wrapper)

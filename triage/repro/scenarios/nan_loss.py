@@ -29,9 +29,22 @@ TIMEOUT_S = 90.0
 
 def command(ctx: Context) -> list[str]:
     """The runtime's train command; only the learning rate differs."""
-    return [ctx.python, "-m", "dflash_runtime", "train", "--steps", "6", "--eval-prompts", "0",
-            "--target-pretrain-steps", "0", "--device", ctx.device,
-            "--lr", "3e-3" if ctx.fix else "1e12"]
+    return [
+        ctx.python,
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--steps",
+        "6",
+        "--eval-prompts",
+        "0",
+        "--target-pretrain-steps",
+        "0",
+        "--device",
+        ctx.device,
+        "--lr",
+        "3e-3" if ctx.fix else "1e12",
+    ]
 
 
 def reproduced(run: Run) -> bool:

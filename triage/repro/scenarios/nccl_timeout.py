@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 NAME = "nccl-timeout"
 EXPECTED = "nccl-timeout"
 DEVICE = "cpu"
-SUMMARY = ("torchrun, 2 gloo ranks of dflash_runtime; rank 1 stalls 20 s (fix: 8 s) "
-           "and the 4 s process-group timeout fires on rank 0")
-FAILURE = ("`torchrun --nproc-per-node 2 -m dflash_runtime train --stall-rank 1 "
-           "--stall-seconds 20 --dist-timeout 4` (gloo on CPU)")
+SUMMARY = (
+    "torchrun, 2 gloo ranks of dflash_runtime; rank 1 stalls 20 s (fix: 8 s) "
+    "and the 4 s process-group timeout fires on rank 0"
+)
+FAILURE = (
+    "`torchrun --nproc-per-node 2 -m dflash_runtime train --stall-rank 1 "
+    "--stall-seconds 20 --dist-timeout 4` (gloo on CPU)"
+)
 FIX = "a process-group timeout longer than the stall (--dist-timeout 60, stall 8 s)"
 TIMEOUT_S = 110.0
 STALLED_RANK = 1
@@ -35,10 +39,31 @@ STALLED_RANK = 1
 def command(ctx: Context) -> list[str]:
     """torchrun with two ranks; rank 1 stalls before its second step."""
     stall, timeout = ("8", "60") if ctx.fix else ("20", "4")
-    return [ctx.python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-            "--tee", "3", "-m", "dflash_runtime", "train", "--steps", "3", "--eval-prompts", "0",
-            "--target-pretrain-steps", "0", "--stall-rank", str(STALLED_RANK),
-            "--stall-seconds", stall, "--dist-timeout", timeout]
+    return [
+        ctx.python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "--tee",
+        "3",
+        "-m",
+        "dflash_runtime",
+        "train",
+        "--steps",
+        "3",
+        "--eval-prompts",
+        "0",
+        "--target-pretrain-steps",
+        "0",
+        "--stall-rank",
+        str(STALLED_RANK),
+        "--stall-seconds",
+        stall,
+        "--dist-timeout",
+        timeout,
+    ]
 
 
 def reproduced(run: Run) -> bool:

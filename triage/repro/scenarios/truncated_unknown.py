@@ -27,8 +27,10 @@ NAME = "truncated-unknown"
 EXPECTED = "truncated-unknown"
 DEVICE = "cpu"
 SUMMARY = "a tqdm training loop SIGKILLed mid-line at step 12: no error is ever written"
-FAILURE = ("a transformers Qwen3 training loop with a tqdm bar, SIGKILLed (by itself, standing "
-           "in for an external kill -9) right after a redraw")
+FAILURE = (
+    "a transformers Qwen3 training loop with a tqdm bar, SIGKILLed (by itself, standing "
+    "in for an external kill -9) right after a redraw"
+)
 FIX = "the same run, not killed"
 TIMEOUT_S = 90.0
 NOT = ["missing-accelerate", "fx-tracing-flag-race"]
@@ -57,12 +59,27 @@ def main(fix: bool) -> int:
 
     torch.manual_seed(0)
     print("Building model...", flush=True)
-    cfg = Qwen3Config(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=1, head_dim=16, use_cache=False)
+    cfg = Qwen3Config(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        use_cache=False,
+    )
     model = Qwen3ForCausalLM(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    bar = tqdm(range(1, STEPS + 1), desc="train", file=sys.stdout, mininterval=0,
-               ascii=True, dynamic_ncols=False, ncols=80)
+    bar = tqdm(
+        range(1, STEPS + 1),
+        desc="train",
+        file=sys.stdout,
+        mininterval=0,
+        ascii=True,
+        dynamic_ncols=False,
+        ncols=80,
+    )
     for step in bar:
         ids = torch.randint(0, 128, (4, 16))
         out = model(input_ids=ids, labels=ids)
