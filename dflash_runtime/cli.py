@@ -8,6 +8,7 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"acceptance_length before {tau_before:.3f}", flush=True)
 
     loader = make_loader(cfg, cfg.seed + 7919 * rank(), args.num_workers)
-    batches = iter(loader)
+    batches: Iterator[Any] = iter(loader)
     if resume is not None:
         # The sampler is seeded: skipping what the saved steps drew puts the data where
         # the first run was (each worker drew one batch per step).

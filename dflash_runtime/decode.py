@@ -4,10 +4,12 @@ accepted prefix plus one token from the target. Greedy, so the output is the tar
 The target keeps a KV cache (transformers' DynamicCache) holding every position before
 the current anchor: a cycle's verification feeds only the B block tokens, and the cache
 is cropped back to the accepted prefix afterwards, as z-lab/dflash's `dflash_generate`
-does. The target features of the accepted positions are kept as the drafter's context.
-The drafter recomputes its context K/V each cycle (it is small beside the target).
-`kv_cache=False` recomputes the target's whole prefix each cycle instead, the plain
-reading of the algorithm that the cached loop must agree with.
+does. The target features of the accepted positions are kept as the drafter's context, and
+the drafter caches that context's keys and values per layer (`DraftCache`): committed
+positions never change, so each cycle projects only the newly committed ones.
+`kv_cache=False` recomputes the target's whole prefix and the drafter's whole context
+each cycle instead, the plain reading of the algorithm that the cached loop must agree
+with.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from transformers import DynamicCache, Qwen3ForCausalLM
 
 from dflash_runtime.config import Config
-from dflash_runtime.drafter import Drafter, block_inputs
+from dflash_runtime.drafter import DraftCache, Drafter, block_inputs
 
 
 @dataclass
@@ -91,6 +93,7 @@ def speculative_generate(
     dev, ddev = target.device, next(drafter.parameters()).device
     ids = prompt[None].to(dev)  # [1, P]
     cache = DynamicCache() if kv_cache else None
+    d_cache = DraftCache() if kv_cache else None
     feats, logits = _target_step(target, ids, cache, cfg.target_layer_ids)  # prefill
     ids = torch.cat([ids, logits[:, -1:].argmax(-1)], dim=1)  # first token from the target
     per_cycle: list[int] = []
@@ -99,9 +102,11 @@ def speculative_generate(
         anchors = torch.tensor([[start]], device=dev)  # [1, 1]
         keep = torch.ones_like(anchors, dtype=torch.bool)
         blocks = block_inputs(ids, anchors, cfg.block_size, cfg.mask_token_id)  # [1, B]
-        inputs = (feats[:, :start], blocks, anchors, keep)  # context strictly before the anchor
+        # the context strictly before the anchor: only what the drafter's cache lacks
+        first = d_cache.length if d_cache is not None else 0
+        inputs = (feats[:, first:start], blocks, anchors, keep)
         with torch.autocast(ddev.type, dtype=torch.bfloat16, enabled=ddev.type == "cuda"):
-            d_logits = drafter(*(t.to(ddev) for t in inputs), "sdpa")  # [1, B, V]
+            d_logits = drafter(*(t.to(ddev) for t in inputs), "sdpa", cache=d_cache)  # [1, B, V]
         draft = torch.cat([blocks[:, :1], d_logits[:, 1:].argmax(-1).to(dev)], dim=1)  # [1, B]
         # Verify: one target pass over the block; block position i predicts start+i+1.
         if cache is not None:

@@ -9,7 +9,8 @@ from [fused context ; block tokens] with shared projections, q/k norms and RoPE.
 from __future__ import annotations
 
 import copy
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, cast
 
 import torch
 import torch.nn.functional as F
@@ -60,25 +61,54 @@ class DraftLayer(nn.Module):
         rope_k: tuple[torch.Tensor, torch.Tensor],
         mask: object,
         attention: Attention,
+        ctx_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        """x: [B, Q, d] block tokens; ctx: [B, S, d] fused target context. Returns [B, Q, d]."""
+        """x: [B, Q, d] block tokens; ctx: [B, S, d] fused target context. Returns [B, Q, d].
+
+        With `ctx_kv` (the context's keys and values, already projected and rotated, as
+        `context_kv` gives them: decoding caches them), `ctx` is not read and `rope_k`
+        covers the block tokens only."""
         b, q_len, _ = x.shape
         h = self.input_layernorm(x)
-        kv_in = torch.cat([ctx, h], dim=1)  # [B, S+Q, d]
-        kv_len = kv_in.shape[1]
         q = self.q_norm(self.q_proj(h).view(b, q_len, self.heads, self.head_dim))
-        k = self.k_norm(self.k_proj(kv_in).view(b, kv_len, self.kv_heads, self.head_dim))
-        v = self.v_proj(kv_in).view(b, kv_len, self.kv_heads, self.head_dim)
         q = rope(q.transpose(1, 2), *rope_q)  # q: [B, H, Q, D]
-        k = rope(k.transpose(1, 2), *rope_k)  # k: [B, Hkv, S+Q, D]
-        v = v.transpose(1, 2)  # v: [B, Hkv, S+Q, D]
+        if ctx_kv is None:
+            k, v = self.context_kv(torch.cat([ctx, h], dim=1), rope_k)  # [B, Hkv, S+Q, D]
+        else:
+            k_blk, v_blk = self.context_kv(h, rope_k)  # [B, Hkv, Q, D]
+            k, v = torch.cat([ctx_kv[0], k_blk], dim=2), torch.cat([ctx_kv[1], v_blk], dim=2)
         if attention == "flex":
             o = flex_attend(q, k, v, mask)  # type: ignore[arg-type]  # a BlockMask here
         else:
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+            dense = cast(torch.Tensor, mask)  # sdpa_mask's dense boolean mask here
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=dense, enable_gqa=True)
         o = o.transpose(1, 2).reshape(b, q_len, self.heads * self.head_dim)  # [B, Q, H*D]
         x = x + self.o_proj(o)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    def context_kv(
+        self, kv_in: torch.Tensor, rope_k: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values [B, Hkv, L, D] of kv_in: [B, L, d] at the positions rope_k holds.
+        Per position, so the keys of [ctx ; h] are those of ctx followed by those of h."""
+        b, kv_len, _ = kv_in.shape
+        k = self.k_norm(self.k_proj(kv_in).view(b, kv_len, self.kv_heads, self.head_dim))
+        v = self.v_proj(kv_in).view(b, kv_len, self.kv_heads, self.head_dim)
+        return rope(k.transpose(1, 2), *rope_k), v.transpose(1, 2)
+
+
+@dataclass
+class DraftCache:
+    """The drafter's context keys and values, per layer, for decoding.
+
+    The context is the fused target features of committed tokens only, which never
+    change once committed: each cycle appends the newly committed positions and nothing
+    is ever cropped. Training does not use it (every sample has its own context).
+    """
+
+    keys: list[torch.Tensor] = field(default_factory=list)
+    values: list[torch.Tensor] = field(default_factory=list)
+    length: int = 0
 
 
 class Drafter(nn.Module):
@@ -112,6 +142,7 @@ class Drafter(nn.Module):
         keep: torch.Tensor,
         attention: Attention = "sdpa",
         return_hidden: bool = False,
+        cache: DraftCache | None = None,
     ) -> torch.Tensor:
         """Logits for every block position (or, with return_hidden, the final-normed hidden
         states [B, N*B, d] for a chunked head).
@@ -119,31 +150,53 @@ class Drafter(nn.Module):
         target_hidden: [B, S, K*d] features of the chosen target layers;
         block_ids: [B, N*B] (anchor token then mask tokens, per block);
         anchors, keep: [B, N]. Returns logits [B, N*B, V].
+        With `cache` (decoding), target_hidden holds only the context positions after the
+        `cache.length` it already has; their keys and values are appended to it.
         """
-        bsz, ctx_len, _ = target_hidden.shape
+        bsz, new_len, _ = target_hidden.shape
         block = self.cfg.block_size
         if self.cfg.zero_target_features:
             target_hidden = torch.zeros_like(target_hidden)  # the ablation: no target signal
         ctx = self.hidden_norm(self.fc(target_hidden))  # [B, S, d]
         x = self.embed(block_ids).to(ctx.dtype)  # [B, N*B, d]
+        first = cache.length if cache is not None else 0
+        ctx_len = first + new_len
         offs = torch.arange(block, device=anchors.device)
         pos_q = (anchors[:, :, None] + offs).flatten(1)  # [B, N*B]: anchor + 0..B-1
-        pos_ctx = torch.arange(ctx_len, device=anchors.device).expand(bsz, ctx_len)
-        pos_k = torch.cat([pos_ctx, pos_q], dim=1)  # [B, S+N*B]
+        pos_ctx = torch.arange(first, ctx_len, device=anchors.device).expand(bsz, new_len)
         rope_q = self.rotary(x, pos_q)  # cos, sin: [B, N*B, D]
-        rope_k = self.rotary(x, pos_k)  # cos, sin: [B, S+N*B, D]
         if attention == "flex":
             mask: object = flex_mask(anchors, keep, ctx_len, block)
         else:
             mask = sdpa_mask(anchors, keep, ctx_len, block)
-        for layer in self.layers:
-            if self.cfg.activation_checkpointing and self.training and torch.is_grad_enabled():
-                # Keep only each layer's input; recompute its activations in backward.
-                x = checkpoint(layer, x, ctx, rope_q, rope_k, mask, attention, use_reentrant=False)
-            else:
-                x = layer(x, ctx, rope_q, rope_k, mask, attention)
+        if cache is not None:
+            self._extend(cache, ctx, self.rotary(x, pos_ctx))
+            for i, layer in enumerate(self.layers):
+                x = layer(x, ctx, rope_q, rope_q, mask, attention, (cache.keys[i], cache.values[i]))
+        else:
+            rope_k = self.rotary(x, torch.cat([pos_ctx, pos_q], dim=1))  # cos, sin: [B, S+N*B, D]
+            for layer in self.layers:
+                if self.cfg.activation_checkpointing and self.training and torch.is_grad_enabled():
+                    # Keep only each layer's input; recompute its activations in backward.
+                    x = checkpoint(layer, x, ctx, rope_q, rope_k, mask, attention, use_reentrant=False)
+                else:
+                    x = layer(x, ctx, rope_q, rope_k, mask, attention)
         hidden = self.norm(x)
         return hidden if return_hidden else self.lm_head(hidden)
+
+    def _extend(
+        self, cache: DraftCache, ctx: torch.Tensor, rope_ctx: tuple[torch.Tensor, torch.Tensor]
+    ) -> None:
+        """Append the keys and values of the new context positions ctx: [B, S_new, d]."""
+        for i, layer in enumerate(self.layers):
+            k, v = cast(DraftLayer, layer).context_kv(ctx, rope_ctx)
+            if i < len(cache.keys):
+                cache.keys[i] = torch.cat([cache.keys[i], k], dim=2)
+                cache.values[i] = torch.cat([cache.values[i], v], dim=2)
+            else:
+                cache.keys.append(k)
+                cache.values.append(v)
+        cache.length += ctx.shape[1]
 
 
 def block_inputs(

@@ -102,7 +102,8 @@ class _FlexDenseBackward(torch.autograd.Function):
         mask = dense_mask(bm.mask_mod, q.shape[0], q.shape[2], k.shape[2], q.device)
         with torch.enable_grad():
             leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-            out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, enable_gqa=True)
+            lq, lk, lv = leaves  # named, so the checker sees three tensors, not *args
+            out = F.scaled_dot_product_attention(lq, lk, lv, attn_mask=mask, enable_gqa=True)
             gq, gk, gv = torch.autograd.grad(out, leaves, grad_out)
         return gq, gk, gv, None
 

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -283,7 +284,7 @@ def train_threads(
                         res.loss.item(),
                         res.acc,
                         res.tokens * n_d * scale,
-                        sched.get_last_lr()[0],
+                        cast(float, sched.get_last_lr()[0]),  # a float: LambdaLR over floats
                         float(gnorm),
                         t_start,
                     )

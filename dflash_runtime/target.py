@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import cast
 
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -42,7 +43,7 @@ def shapes_from_checkpoint(cfg: Config, path: str) -> Config:
         num_heads=hf.num_attention_heads,
         num_kv_heads=hf.num_key_value_heads,
         head_dim=hf.head_dim,
-        rope_theta=float(rope.get("rope_theta", cfg.rope_theta)),
+        rope_theta=float(cast(float, rope.get("rope_theta", cfg.rope_theta))),
         tie_embeddings=bool(hf.tie_word_embeddings),
         mask_token_id=cfg.mask_token_id if cfg.mask_token_id < hf.vocab_size else -1,
         target_path=path,
@@ -117,7 +118,8 @@ def load_targets(
             targets.append(load_target(cfg.target_path, device, dtype))
         else:
             assert base is not None
-            targets.append(copy.deepcopy(base).to(device=device, dtype=dtype))
+            # transformers wraps `.to` in a decorator its stubs type as unbound
+            targets.append(copy.deepcopy(base).to(device=device, dtype=dtype))  # type: ignore[call-arg]
     return targets
 
 

@@ -8,6 +8,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # only after the importorskip guards
+from transformers import Qwen3ForCausalLM
 
 from dflash_runtime.config import Config, preset
 from dflash_runtime.target import build_target
@@ -24,6 +25,6 @@ def cfg() -> Config:
 
 
 @pytest.fixture(scope="session")
-def target(cfg: Config) -> torch.nn.Module:
+def target(cfg: Config) -> Qwen3ForCausalLM:
     """The tiny target, pretrained once per session (a few seconds)."""
     return build_target(cfg, seed=0, log=False)

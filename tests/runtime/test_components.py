@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from transformers import Qwen3ForCausalLM
 
 from dflash_runtime.config import Config, build_target_layer_ids
 from dflash_runtime.data import eval_prompts, make_loader
@@ -51,7 +52,7 @@ def test_loss_weights_decay_and_skip_anchor(cfg: Config) -> None:
     assert w[0, b + 2 :].eq(0).all()  # 30 + k >= 32 is out of bounds
 
 
-def test_speculative_output_equals_target_greedy(cfg: Config, target: torch.nn.Module) -> None:
+def test_speculative_output_equals_target_greedy(cfg: Config, target: Qwen3ForCausalLM) -> None:
     torch.manual_seed(1)
     drafter = Drafter(cfg, target)
     for prompt in eval_prompts(cfg, seed=5)[:2]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import torch
+from transformers import Qwen3ForCausalLM
 
 from dflash_runtime.config import Config
 from dflash_runtime.data import make_loader
@@ -19,10 +20,10 @@ def test_average_grads_sets_the_mean() -> None:
         for p in m.parameters():
             p.grad = torch.full_like(p, v)
     average_grads([a, b])
-    assert all(torch.all(p.grad == 2.0) for p in [*a.parameters(), *b.parameters()])
+    assert all(p.grad is not None and torch.all(p.grad == 2.0) for p in [*a.parameters(), *b.parameters()])
 
 
-def test_drafter_threads_train_with_compile_warmed_up(cfg: Config, target: torch.nn.Module) -> None:
+def test_drafter_threads_train_with_compile_warmed_up(cfg: Config, target: Qwen3ForCausalLM) -> None:
     cfg = cfg.replace(steps=4)
     place = Placement(attention="flex", targets=2, drafters=3, warmup_compile=True)
     torch.manual_seed(0)

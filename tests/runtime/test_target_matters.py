@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import Qwen3ForCausalLM
 
 from dflash_runtime.config import Config, preset
 from dflash_runtime.data import eval_prompts, make_loader
@@ -29,12 +30,12 @@ def copy_cfg() -> Config:
 
 
 @pytest.fixture(scope="module")
-def copy_target(copy_cfg: Config) -> torch.nn.Module:
+def copy_target(copy_cfg: Config) -> Qwen3ForCausalLM:
     """The tiny target pretrained on the copy task (it must copy for greedy decoding to)."""
     return build_target(copy_cfg, seed=0, log=False)
 
 
-def train_and_measure(cfg: Config, target: torch.nn.Module) -> float:
+def train_and_measure(cfg: Config, target: Qwen3ForCausalLM) -> float:
     """Train a drafter with the runtime's own loop for cfg.steps; its acceptance length."""
     torch.manual_seed(1)
     drafter = Drafter(cfg, target)
@@ -42,7 +43,7 @@ def train_and_measure(cfg: Config, target: torch.nn.Module) -> float:
     return evaluate(target, drafter, eval_prompts(cfg, cfg.seed), cfg)[0]
 
 
-def test_target_features_matter(copy_cfg: Config, copy_target: torch.nn.Module) -> None:
+def test_target_features_matter(copy_cfg: Config, copy_target: Qwen3ForCausalLM) -> None:
     with_target = train_and_measure(copy_cfg, copy_target)
     zeroed = train_and_measure(copy_cfg.replace(zero_target_features=True), copy_target)
     assert zeroed <= 0.8 * with_target, (with_target, zeroed)

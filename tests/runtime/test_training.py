@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from transformers import Qwen3ForCausalLM
 
 from dflash_runtime.cli import main
 from dflash_runtime.config import Config
@@ -101,7 +102,7 @@ def test_decode_loads_checkpoint(summary: dict[str, Any], tmp_path: Path) -> Non
     assert rc == 0 and out["greedy_match"] and out["acceptance_length"] > 1.0
 
 
-def test_flex_and_sdpa_give_the_same_first_step(cfg: Config, target: torch.nn.Module) -> None:
+def test_flex_and_sdpa_give_the_same_first_step(cfg: Config, target: Qwen3ForCausalLM) -> None:
     batch = next(iter(make_loader(cfg, seed=1)))
     feats, _ = target_features(target, batch["input_ids"], cfg.target_layer_ids)
     results = {}
