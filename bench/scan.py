@@ -4,6 +4,8 @@ side by side in one run, over log shapes that stress the fast path differently.
     python bench/scan.py --mib 512                    # every shape (generated, cached in /tmp)
     python bench/scan.py --mib 512 --shape ranks-logging --shape folder
     python bench/scan.py --mib 1024 --tail            # also time the quick tail-only verdict
+    python bench/scan.py --mib 8 --shape steps --shape ranks-logging --full
+                                                      # also the per-line path (--full)
 
 Shapes (each a healthy body with a CUDA OOM cascade at the end: rank 3 OOM, NCCL
 watchdog timeouts, ChildFailedError, so every run must find cuda-oom):
@@ -198,6 +200,9 @@ def main() -> int:
     ap.add_argument("--shape", action="append", choices=SHAPES, help="default: every shape")
     ap.add_argument("--log", type=Path, help="use this log instead of generating one")
     ap.add_argument("--tail", action="store_true", help="also time the tail-only verdict")
+    ap.add_argument(
+        "--full", action="store_true", help="also time the per-line path (`triage logs --full`, no history)"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     triage = [sys.executable, "-m", "triage"]
@@ -233,6 +238,16 @@ def main() -> int:
         }
         if args.tail:
             cmds["triage logs --quick"] = [*triage, "logs", str(log), "--quick", "--format", "json"]
+        if args.full:
+            cmds["triage logs --full"] = [
+                *triage,
+                "logs",
+                str(log),
+                "--full",
+                "--no-history",
+                "--format",
+                "json",
+            ]
         rows = []
         for name, cmd in cmds.items():
             best = min((timed(cmd) for _ in range(args.repeat)), key=lambda x: x[0])

@@ -5,6 +5,7 @@ frame gap at death, and the TUI's CPU share in a real terminal.
     .venv/bin/python bench/watch.py [--seconds 10] [--rate-mb 1] [--trials 5] [--no-tmux]
     .venv/bin/python bench/watch.py --only death [--deaths 50] [--load 2]
     .venv/bin/python bench/watch.py --only tui [--seconds 10]
+    .venv/bin/python bench/watch.py --only kill-pane [--kills 30] [--load 2]
 
 Exit status (`--only death`): `--load` busy-looping processes keep the cores busy; each
 of `--deaths` panes runs tests/watch/scripts/story_steps.py (steps, then a line cut off
@@ -16,6 +17,11 @@ Frame gap (`--only death` too): the TUI (textual's headless driver, real app loo
 evidence snapshot on as by default) watches a story pane; a 20 ms timer on the UI thread
 records when it runs; the pane is SIGKILLed; the longest gap between two timer runs from
 the kill until the final report is shown is the longest the screen could not redraw.
+
+Kill-pane (`--only kill-pane`): a pane prints numbered lines (as fast as the terminal
+takes them, and at 500 lines/s) and records in a shared map how many writes returned;
+a headless WatchSession watches it as `triage watch` does; `tmux kill-pane` at a random
+moment; lost = lines written that are not in the capture after the watch ended.
 
 TUI CPU (`--only tui`): `triage watch FILE` runs in a 120x40 tmux pane (a real terminal
 that renders every frame) while this script appends step lines at 10 lines/s, then at
@@ -294,6 +300,87 @@ def bench_exit_status(deaths: int, load: int) -> dict:
     }
 
 
+COUNTER = Path(__file__).resolve().parent.parent / "tests" / "watch" / "scripts" / "counter.py"
+
+
+STEADY = (
+    "import mmap, os, struct, sys, time\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); os.write(fd, bytes(8))\n"
+    "mm = mmap.mmap(fd, 8)\n"
+    "for i in range(1, 10**9):\n"
+    "    os.write(1, b'count %d loss 2.0 tok/s 21000\\n' % i); mm[:8] = struct.pack('<q', i)\n"
+    "    time.sleep(0.002)\n"
+)
+
+
+def bench_kill_pane(trials: int, load: int = 0, seed: int = 17) -> dict:
+    """Lines lost when the watched pane is closed by `tmux kill-pane` at a random moment
+    while it prints numbered lines as fast as the pty takes them (counter.py: it records
+    in a shared map how many writes returned, so after its death we know what it wrote).
+    Lost = lines it wrote that are not in the capture after the watch ended."""
+    if shutil.which("tmux") is None:
+        return {"skipped": "tmux is not installed"}
+    import random
+
+    rng = random.Random(seed)
+    d = Path(tempfile.mkdtemp(prefix="bench-killpane-"))
+    sock = f"triage-bench-{uuid.uuid4().hex[:8]}"
+    tm = ["tmux", "-L", sock, "-f", "/dev/null"]
+    subprocess.run([*tm, "new-session", "-d", "-s", "keep", "sleep 3600"], check=True)
+    subprocess.run([*tm, "set", "-g", "history-limit", "200000"], check=True)
+    (d / "steady.py").write_text(STEADY)
+    hogs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(load)]
+    out: dict = {"trials": trials, "load_processes": load}
+    try:
+        for kind, script in (("burst", COUNTER), ("steady_500_lines_s", d / "steady.py")):
+            lost = [_kill_pane_trial(tm, sock, d, script, i, rng.uniform(0.0, 1.0)) for i in range(trials)]
+            out[kind] = {
+                "lost_lines": lost,
+                "trials_with_loss": sum(1 for x in lost if x),
+                "max_lost": max(lost) if lost else None,
+            }
+    finally:
+        for h in hogs:
+            h.kill()
+        subprocess.run([*tm, "kill-server"], check=False, capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def _kill_pane_trial(tm: list[str], sock: str, d: Path, script: Path, i: int, delay: float) -> int:
+    """One pane, watched by a headless WatchSession polled as `triage watch` does (every
+    0.2 s, status every 0.5 s), killed `delay` s after the capture first holds 20 kB."""
+    from triage.watch.session import TmuxSource, WatchSession
+
+    counter, cap = d / f"count{i}.bin", d / f"cap{i}.log"
+    subprocess.run(
+        [*tm, "new-window", "-d", "-t", "keep:", "-n", f"w{i}", f"{PY} {script} {counter}"], check=True
+    )
+    s = WatchSession(TmuxSource(f"keep:w{i}", cap, socket=sock), snapshot=False)
+    s.start()
+    deadline, kill_at = time.monotonic() + 60, None
+    while not s.done and time.monotonic() < deadline:
+        s.poll()
+        now = time.monotonic()
+        if kill_at is None and cap.exists() and cap.stat().st_size > 20_000:
+            kill_at = now + delay
+        if kill_at is not None and now >= kill_at:
+            subprocess.run([*tm, "kill-pane", "-t", f"keep:w{i}"], check=False, capture_output=True)
+            kill_at = float("inf")
+        time.sleep(min(0.2, max(0.0, (kill_at or 0) - now)) if kill_at != float("inf") else 0.2)
+    if not s.done:
+        s.stop()
+    data = counter.read_bytes()
+    written = int.from_bytes(data[:8], "little", signed=True)
+    seen = set()
+    for line in cap.read_bytes().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == b"count" and parts[1].isdigit():
+            seen.add(int(parts[1]))
+    missing = [k for k in range(1, written + 1) if k not in seen]
+    return len(missing)
+
+
 def bench_frame_gap(trials: int) -> dict:
     """The TUI's longest gap between two runs of a 20 ms UI timer, from a SIGKILL of the
     watched pane until the final report is on screen."""
@@ -456,10 +543,11 @@ def main() -> None:
     ap.add_argument("--no-tmux", action="store_true")
     ap.add_argument(
         "--only",
-        choices=("headless", "death", "tui"),
+        choices=("headless", "death", "tui", "kill-pane"),
         help="one group of measures (default: headless, the original set)",
     )
     ap.add_argument("--deaths", type=int, default=50)
+    ap.add_argument("--kills", type=int, default=30, help="tmux kill-pane trials")
     ap.add_argument("--load", type=int, default=2, help="busy processes during the deaths")
     a = ap.parse_args()
     if a.only == "death":
@@ -469,6 +557,9 @@ def main() -> None:
                 indent=2,
             )
         )
+        return
+    if a.only == "kill-pane":
+        print(json.dumps({"kill_pane": bench_kill_pane(a.kills, a.load)}, indent=2))
         return
     if a.only == "tui":
         print(json.dumps({"tui": bench_tui_cpu(a.seconds)}, indent=2))

@@ -282,8 +282,8 @@ def test_bad_code_clause_is_one_clear_error(tmp_path: Path, clause, key, problem
 
 
 def test_kernel_scan_reads_short_xid_lines_and_the_multiline_fallen_off_message():
-    from triage.evidence.collect import scan_kernel_lines
-    from triage.evidence.facts import facts_from_snapshot
+    from triage.evidence import facts_from_snapshot
+    from triage.evidence.sources.kernel import scan_kernel_lines
 
     lines = ["[  812.4] NVRM: Xid 74: NVLink fatal link down on GPU 3", *FELL_OFF.splitlines()]
     k = scan_kernel_lines(lines, "dmesg")

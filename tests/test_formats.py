@@ -316,7 +316,7 @@ def test_junit_survives_control_characters_and_markup():
     rep = Report(sources=(SourceInfo("a.log", 1),), end_state=EndState("error"), diagnoses=(d,))
     root = ET.fromstring(junit.render(rep))
     text = root.find("testsuite/testcase/failure").text  # type: ignore[union-attr]
-    assert "</failure> & <![CDATA[ ]]>" in text and "\x00" not in text
+    assert text is not None and "</failure> & <![CDATA[ ]]>" in text and "\x00" not in text
 
 
 def test_junit_of_a_healthy_log_passes():

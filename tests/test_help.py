@@ -100,5 +100,6 @@ def test_readme_says_which_extras_need_what():
     extras = re.findall(r"^\s*(\w+)\s*=", (ROOT / "pyproject.toml").read_text(), re.M)
     for feature in (".zst", "TUI", "NVML"):
         line = next((x for x in readme.splitlines() if feature in x and "[" in x), "")
-        assert re.search(r"\[(\w+)\]", line), f"README names no extra for {feature}"
-        assert re.search(r"\[(\w+)\]", line).group(1) in extras, line
+        named = re.search(r"\[(\w+)\]", line)
+        assert named, f"README names no extra for {feature}"
+        assert named.group(1) in extras, line

@@ -346,7 +346,8 @@ def test_timeline_data_of_the_cascade() -> None:
     assert r3.first_error is not None and r3.first_error.line == 45
     assert "OutOfMemoryError" in r3.first_error.text and r3.error_step == 1840
     # the others' first error is their watchdog timeout, after rank 3's
-    assert all(by_rank[k].first_error.line > 45 for k in (0, 1, 2, 4, 5, 6, 7))  # type: ignore[union-attr]
+    others = [by_rank[k].first_error for k in (0, 1, 2, 4, 5, 6, 7)]
+    assert all(e is not None and e.line is not None and e.line > 45 for e in others)
     assert [p[0] for p in by_rank[1].phases] == ["distributed-init", "training"]
     loss = [s for s in r.series if s.name == "loss"]
     assert [s.rank for s in loss] == list(range(8))
@@ -410,7 +411,7 @@ def test_watch_writes_the_report_when_the_run_ends(tmp_path: Path) -> None:
 def test_watch_html_goes_beside_a_tmux_capture_only(tmp_path: Path) -> None:
     import argparse
 
-    from triage.watch.cli import html_path
+    from triage.cli.watch import html_path
 
     cap = tmp_path / "train-0.log"
     tmux = argparse.Namespace(html=None, tmux="train", file=None)

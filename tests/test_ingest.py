@@ -325,3 +325,85 @@ def test_a_colour_code_cut_by_the_line_cap_leaves_no_fragment(tmp_path: Path, sh
     assert CUT_NOTE.search(line.text)
     rest = CUT_NOTE.sub("|", line.text)
     assert set(rest) <= set("xER |"), sorted(set(rest) - set("xER |"))
+
+
+# -- one line path (triage.ingest.lines): file, text and live feed agree -----------------
+
+
+def _key(lines: list) -> list[tuple]:
+    return [(x.source, x.lineno, x.text, x.rank, x.seq, x.ts) for x in lines]
+
+
+HUGE = b"\x1b[31mERR\x1b[0m " * ((3 * MAX_LINE) // 13)
+STORY = b"step 1 loss 2.0\n" + HUGE + b"\nRuntimeError: boom\n[12:00:01] last words"
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000, 70000, 1 << 20])
+def test_splitter_gives_the_same_lines_for_any_chunking(size: int):
+    from triage.ingest.lines import Splitter
+
+    whole = list(split_lines([STORY]))
+    sp = Splitter()
+    got = [r for i in range(0, len(STORY), size) for r in sp.feed(STORY[i : i + size])]
+    last = sp.finish()
+    assert got + ([last] if last else []) == whole
+    assert [r.lineno for r in whole] == [1, 2, 3, 4] and not whole[-1].complete
+    assert whole[1].cut_bytes and whole[1].length == len(HUGE)
+
+
+def test_text_file_and_live_feed_give_the_same_lines(tmp_path: Path):
+    """A file read whole, an in-memory text and a live feed (by chunks and by lines) of
+    the same bytes: the same `Line`s, the same SourceInfo, the same cut-line note."""
+    from triage.ingest.lines import LineFeed, SourceLines
+    from triage.watch.follow import LineSplitter
+
+    p = tmp_path / "rank5.log"
+    p.write_bytes(STORY)
+    ing = Ingest([str(p)])
+    want = _key(list(ing))
+    assert {x[3] for x in want} == {5}  # the name's rank, as for every entry point
+    text = SourceLines(str(p))
+    assert _key(list(text.text(STORY))) == want
+    assert [text.info()] == ing.sources and text.notes == ing.notes
+    by_chunk = LineFeed(str(p))
+    got = [x for i in range(0, len(STORY), 999) for x in by_chunk.feed(STORY[i : i + 999])]
+    assert _key(got + by_chunk.finish()) == want
+    assert by_chunk.info() == ing.sources[0] and by_chunk.notes == ing.notes
+    # the watcher's path: LineSplitter (which caps) hands lines to the feed
+    sp, by_line = LineSplitter(), LineFeed(str(p))
+    got = []
+    for i in range(0, len(STORY), 5000):
+        got += [x for raw in sp.feed(STORY[i : i + 5000])[1] for x in by_line.line(raw)]
+    assert _key(got + by_line.finish(sp.flush())) == want
+    assert by_line.info() == ing.sources[0] and by_line.notes == ing.notes
+
+
+def test_lines_from_text_numbers_and_notes_like_a_file():
+    from triage.ingest.lines import SourceLines, lines_from_text
+
+    lines = list(lines_from_text("a\n[rank2]: b\nc"))
+    assert [(x.source, x.lineno, x.text, x.rank, x.seq) for x in lines] == [
+        ("<text>", 1, "a", None, 1),
+        ("<text>", 2, "b", 2, 2),
+        ("<text>", 3, "c", None, 3),
+    ]
+    src = SourceLines("<text>")
+    list(src.text(b"x" * (2 * MAX_LINE) + b"\n"))
+    assert src.notes == ["<text>:1: a line of 131,072 bytes (128.0 KiB) was cut to its head and tail"]
+    assert src.info().lines == 1 and not src.info().truncated
+
+
+def test_one_cut_marker_and_cap_line_keeps_a_capped_line():
+    """The watcher's cap and the file cap are one: a line capped once is not cut again."""
+    from triage.ingest.lines import cap, cut_marker
+    from triage.watch.follow import LineSplitter, cap_line
+
+    line = b"y" * (5 * MAX_LINE)
+    (whole,) = list(split_lines([line]))
+    assert cut_marker(whole.cut_bytes) in whole.data and cap(line) == (whole.data, whole.cut_bytes)
+    assert cap_line(line) == whole.data and cap_line(whole.data) == whole.data
+    sp = LineSplitter()
+    assert sp.feed(line[:100_000]) == (b"", []) and len(sp.partial) <= MAX_LINE
+    assert sp.feed(line[100_000:] + b"\n")[1] == [whole.data]
+    short = b"z" * (MAX_LINE + 10)  # cut by 10 bytes: the capped line is longer than MAX_LINE
+    assert cap_line(cap_line(short)) == cap_line(short) == cap(short)[0]

@@ -143,8 +143,8 @@ def test_fixtures_check_junit_validates(schema, oom_log: Path, tmp_path: Path, c
     assert main(["fixtures", "check", str(fx), "--junit", str(xml)]) == 1
     capsys.readouterr()
     assert errors_of(schema, xml) == []
-    suite = ET.parse(xml).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    root = ET.parse(xml).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "1", "0")
     assert suite.find("testcase/failure") is not None

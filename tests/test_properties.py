@@ -112,7 +112,7 @@ def test_ci_runs_the_same_examples_every_time():
     assert ci.derandomize and ci.database is None
     assert not settings.get_profile("dev").derandomize
     if os.environ.get("CI", "").lower() == "true" and not os.environ.get("HYPOTHESIS_PROFILE"):
-        assert settings.default.derandomize
+        assert settings.default is not None and settings.default.derandomize
 
 
 def test_fuzz_crash_1_torchrun_report_with_damaged_numbers():

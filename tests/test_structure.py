@@ -199,3 +199,67 @@ def test_completed_progress_bar_after_an_error_is_a_clean_exit():
     assert structure(text).end_state.kind == "clean-exit"
     unfinished = text.replace("782/782", "391/782").replace("100%", " 50%")
     assert structure(unfinished).end_state.kind != "clean-exit"
+
+
+# -- a report is pure: it may be taken at any time, as often as wanted ---------------
+
+PURE_LOG = """[rank0]: step 10 loss 2.5 tok/s 1200 grad_norm: 0.8
+[rank1]: step 10 loss 2.6 tok/s 1190 grad_norm: 0.9
+Traceback (most recent call last):
+  File "train.py", line 9, in <module>
+    step()
+RuntimeError: CUDA error: an illegal memory access was encountered
+CUDA kernel errors might be asynchronously reported
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-01-01_00:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : -6 (pid: 123)
+"""
+
+
+def _lines(text: str) -> list[Line]:
+    state, out, seq = SourceState(), [], 0
+    for raw in split_lines([text.encode()]):
+        for p in normalize(raw.data, state):
+            seq += 1
+            out.append(Line("t.log", raw.lineno, p.text, p.rank, seq, p.ts))
+    return out
+
+
+def test_report_twice_gives_equal_reports():
+    a = Analysis(get_rules())
+    for line in _lines(PURE_LOG):
+        a.feed(line)
+    src = [SourceInfo("t.log", PURE_LOG.count("\n"), (0, 1))]
+    first = a.report(src)
+    assert a.report(src) == first
+    assert a.report(src) == first
+
+
+def test_feeding_after_a_report_is_as_if_it_was_never_taken():
+    lines = _lines(PURE_LOG)
+    src = [SourceInfo("t.log", PURE_LOG.count("\n"), (0, 1))]
+    plain, peeked = Analysis(get_rules()), Analysis(get_rules())
+    for i, line in enumerate(lines):
+        plain.feed(line)
+        peeked.feed(line)
+        peeked.report([SourceInfo("t.log", line.lineno, (0, 1))])  # mid-traceback, mid-report
+        assert peeked.progress() == plain.progress(), i
+    assert peeked.report(src) == plain.report(src)
+
+
+def test_progress_is_what_the_report_says():
+    a = Analysis(get_rules())
+    for line in _lines("step 1200 loss 1.93 | Saving checkpoint\nstep 1201 loss 1.9 tok/s 800\n"):
+        a.feed(line)
+    p = a.progress()
+    rep = a.report([SourceInfo("t.log", 2)])
+    assert p.phase == rep.end_state.last_phase
+    assert (p.step, p.loss, p.toks) == (
+        rep.metrics["last_step"],
+        rep.metrics["loss_last"],
+        rep.metrics["toks_last"],
+    )
+    assert (p.step, p.loss, p.toks) == (1201, 1.9, 800.0)

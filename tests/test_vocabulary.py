@@ -17,7 +17,7 @@ from triage.engine import analyze_text, log_facts
 from triage.engine.rules import load_rules
 from triage.errors import RuleError
 from triage.evidence import facts_from_snapshot
-from triage.evidence.collect import probe_args
+from triage.evidence.sources.packages import probe_args
 from triage.ingest import Ingest, expand_paths
 from triage.structure import Structurer
 from triage.structure.tables import PHASES as PHASE_TABLE

@@ -1,3 +1,5 @@
+"""`python -m triage`: the same command line as the `triage` script."""
+
 import sys
 
 from triage.cli import main

@@ -55,7 +55,7 @@ END_STATES: tuple[str, ...] = (
 # -- packages ---------------------------------------------------------------------------
 # Distribution names whose versions matter to ML training crashes, and the module each
 # one imports as. Ordered: the packages the story turns on come first, so a probe cut
-# short by its timeout still has them. triage.evidence.collect hands this list to the
+# short by its timeout still has them. triage.evidence.sources.packages hands this list to the
 # probe (which runs in the training run's interpreter and cannot import triage).
 PACKAGES: tuple[tuple[str, str], ...] = (
     ("torch", "torch"),
@@ -90,7 +90,7 @@ VERSION_ONLY: tuple[str, ...] = (
     "nvidia-nccl-cu13",
     "nvidia-cuda-runtime-cu13",
 )
-# As fact names spell them (triage.evidence.facts: lower case, `_` as `-`).
+# As fact names spell them (triage/evidence/sources/: lower case, `_` as `-`).
 PACKAGE_NAMES: tuple[str, ...] = tuple(
     name.lower().replace("_", "-") for name in [d for d, _ in PACKAGES] + list(VERSION_ONLY)
 )
@@ -133,58 +133,85 @@ FACT_FAMILIES: dict[str, tuple[str, ...]] = {
     "tmux.": TMUX_KEYS,
 }
 
-# What triage.evidence.facts reads from a snapshot (besides the families above).
-SNAPSHOT_FACTS: tuple[str, ...] = (
-    "host",
-    "packages",
-    "python.executable",
-    "python.version",
-    "torch.version",
-    "torch.cuda",
-    "torch.cudnn",
-    "torch.cuda_available",
-    "torch.arch_list",
-    "torch.hip",
-    "torch.cuda_init_warning",
-    "torch.device_count",
-    "torch.cuda_newer_than_driver",
-    "torch.cuda_major_newer_than_driver",
-    "torch.arch_ok",
-    "accelerate.required",
-    "accelerate.sufficient",
-    "inductor_cache.entries",
-    "inductor_cache.exists",
-    "inductor_cache.path",
-    "inductor_cache.cold",
-    "driver.version",
-    "driver.cuda",
-    "gpu.count",
-    "gpu.names",
-    "gpu.lost",
-    "gpu.busy",
-    "gpu.idle",
-    "gpu.busy_count",
-    "gpu.idle_count",
-    "gpu.capabilities",
-    "gpu.throttle_reasons",
-    "gpu.arch_unsupported",
-    "kernel.readable",
-    "kernel.reason",
-    "kernel.xid",
-    "kernel.xid_text",
-    "kernel.oom_killer",
-    "kernel.oom_killed",
-    "kernel.fallen_off_bus",
-    "kernel.fallen_off_bus_text",
-    "kernel.xid_other",
-    "kernel.xid_other_hw",
-    "kernel.xid_other_text",
-    "kernel.xid_ecc",
-    "kernel.xid_ecc_text",
-    "cgroup.oom_kill",
-    "probe.complete",
+# The facts a snapshot gives, by the evidence source that provides them (its module in
+# triage/evidence/sources/ takes its `provides` from here: each fact is declared once,
+# with where it comes from). A name ending in "." is a family (FACT_FAMILIES).
+SNAPSHOT_SOURCES: dict[str, tuple[str, ...]] = {
+    "host": ("host",),
+    "interpreter": (
+        "python.executable",
+        "python.version",
+        "torch.version",
+        "torch.cuda",
+        "torch.cudnn",
+        "torch.cuda_available",
+        "torch.arch_list",
+        "torch.hip",
+        "torch.cuda_init_warning",
+        "torch.device_count",
+        "probe.complete",
+    ),
+    "packages": (
+        "packages",
+        "package.",
+        "installed.",
+        "imports.",
+        "import_error.",
+        "accelerate.required",
+        "accelerate.sufficient",
+    ),
+    "env": (),
+    "inductor_cache": (
+        "inductor_cache.entries",
+        "inductor_cache.exists",
+        "inductor_cache.path",
+        "inductor_cache.cold",
+    ),
+    "gpus": (
+        "gpu.count",
+        "gpu.names",
+        "gpu.lost",
+        "gpu.busy",
+        "gpu.idle",
+        "gpu.busy_count",
+        "gpu.idle_count",
+        "gpu.capabilities",
+        "gpu.throttle_reasons",
+        "gpu.all.",
+        "gpu.any.",
+        "driver.version",
+        "driver.cuda",
+    ),
+    "kernel": (
+        "kernel.readable",
+        "kernel.reason",
+        "kernel.xid",
+        "kernel.xid_text",
+        "kernel.oom_killer",
+        "kernel.oom_killed",
+        "kernel.fallen_off_bus",
+        "kernel.fallen_off_bus_text",
+        "kernel.xid_other",
+        "kernel.xid_other_hw",
+        "kernel.xid_other_text",
+        "kernel.xid_ecc",
+        "kernel.xid_ecc_text",
+    ),
+    "host_memory": (),
+    "cgroup": ("cgroup.oom_kill",),
+    "tmux": ("tmux.",),
+    "compat": (
+        "torch.cuda_newer_than_driver",
+        "torch.cuda_major_newer_than_driver",
+        "gpu.arch_unsupported",
+        "torch.arch_ok",
+    ),
+}
+# Every single (non-family) snapshot fact, in source order.
+SNAPSHOT_FACTS: tuple[str, ...] = tuple(
+    f for facts in SNAPSHOT_SOURCES.values() for f in facts if not f.endswith(".")
 )
-# Facts about the log itself (triage.engine.log_facts).
+# Facts about the log itself (triage.engine.facts.log_facts).
 LOG_FACTS: tuple[str, ...] = (
     "log.end_state",
     "log.truncated",

@@ -19,15 +19,13 @@ import pytest
 from _evidence_data import ROOT
 
 from triage.evidence import facts_from_snapshot
-from triage.evidence.collect import (
-    _nvml,
-    collect,
-    inductor_cache,
-    probe_args,
-    run_probe,
-    scan_kernel_lines,
-    tmux_pane,
-)
+from triage.evidence.collect import collect
+from triage.evidence.sources.inductor_cache import inductor_cache
+from triage.evidence.sources.interpreter import run_probe
+from triage.evidence.sources.kernel import scan_kernel_lines
+from triage.evidence.sources.nvml import gpus as _nvml
+from triage.evidence.sources.packages import probe_args
+from triage.evidence.sources.tmux import tmux_pane
 from triage.model import Unknown
 
 PROBE = ROOT / "triage" / "evidence" / "probe.py"

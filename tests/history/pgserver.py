@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PORT = 5432  # only names the socket file: nothing listens on TCP
 
@@ -51,7 +52,7 @@ def start(base: Path) -> str:
     data = base / "data"
     if os.geteuid() == 0:
         shutil.chown(base, "postgres")
-    run = {"check": True, "capture_output": True, "text": True}
+    run: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
     if not data.exists():
         subprocess.run(
             _as_server_user(

@@ -15,7 +15,7 @@ HEAVY = ("rich", "textual", "torch", "pynvml", "transformers", "dflash_runtime",
 def test_history_imports_nothing_heavy(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "import triage.history, triage.history.cli\n"
+        "import triage.history, triage.history.views\n"
         "from triage.engine import analyze_text\n"
         "from triage.history import History, derive_run\n"
         f"h = History(derive_run([], name='x'), url='sqlite:///{tmp_path}/h.sqlite')\n"

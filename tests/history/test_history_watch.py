@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from triage.cli import build_parser
+from triage.cli.watch import build_session
 from triage.history.store import open_store
-from triage.watch.cli import build_session
 
 ROOT = Path(__file__).resolve().parents[2]
 RACE = (

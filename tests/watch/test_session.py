@@ -12,6 +12,7 @@ import pytest
 
 from tests.watch.conftest import SCRIPTS, events_of, start_watch, wait_for
 from triage.engine import analyze, get_rules
+from triage.model import Confidence
 from triage.watch.events import DiagnosisFound, Ended, Resumed, Stalled, Triaged
 from triage.watch.follow import LineSplitter
 from triage.watch.live import LiveTriage
@@ -116,7 +117,8 @@ def test_stop_gives_ended_and_a_full_report(fx_log: bytes, tmp_path: Path) -> No
     ended = [e for e in ev if isinstance(e, Ended)]
     rep = [e for e in ev if isinstance(e, Triaged)]
     assert ended and ended[0].lines == fx_log.count(b"\n") + 1 and ended[0].reason == "interrupted"
-    assert rep and rep[0].report["schema"] == "triage.report/1"
+    assert rep and rep[0].to_dict()["report"]["schema"] == "triage.report/1"
+    assert rep[0].report is s.final and s.final_report == rep[0].to_dict()["report"]
     assert s.done and s.poll() == []
 
 
@@ -169,19 +171,19 @@ def test_a_stall_is_a_live_training_hang(tmp_path: Path) -> None:
             w.flush()
             clock.t += 1.0
             s.poll()
-        assert not [d for d in s.diagnoses if d["signature"] == "training-hang"]
+        assert not [d for d in s.diagnoses if d.signature == "training-hang"]
         clock.t += 11.0
         ev = s.poll()
         found = [e for e in ev if isinstance(e, DiagnosisFound)]
         assert [e.signature for e in found] == ["training-hang"]
         hang = found[0].diagnosis
-        assert hang["confidence"] == "likely"
-        assert any(e.get("fact") == "run.stalled_s" for e in hang["evidence"])
+        assert hang.confidence is Confidence.LIKELY
+        assert any(e.fact == "run.stalled_s" for e in hang.evidence)
         w.write(b"step 11 loss 1.0\n")
         w.flush()
         clock.t += 1.0
         s.poll()
-        assert not [d for d in s.diagnoses if d["signature"] == "training-hang"]
+        assert not [d for d in s.diagnoses if d.signature == "training-hang"]
 
 
 CUT_LOG = "step 1 loss 2.0\nstep 2 loss 1.9\nLoading 5 target models...\nTarget 0 on cuda:0... T"

@@ -268,3 +268,37 @@ def test_a_killed_pane_is_recovered_from_its_last_screen(tmux: TmuxServer, tmp_p
     # what the capture lacked (here: the cut line) is what recovery appends
     assert missing_tail(screen, ["step 1 loss 2.0", "step 2 loss 1.9"]) == ["Target 0 on cuda:0... T"]
     pane.close()
+
+
+def test_kill_pane_keeps_what_was_printed_before_it(tmux: TmuxServer, tmp_path: Path) -> None:
+    """`tmux kill-pane` right after a burst: every line that tmux had read from the
+    terminal is in the capture, once, in order, although the watcher's last look at the
+    screen may be older: the pipe's cat copies what the pipe still holds before it is
+    stopped. (Bytes still in the terminal that tmux never read are discarded by the
+    kernel when kill-pane closes it: bench/README.md, watch.)"""
+    cap, done = tmp_path / "cap.log", tmp_path / "done"
+    script = tmp_path / "burst.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "for i in range(1, 3001):\n"
+        "    os.write(1, b'count %d %s\\n' % (i, b'=' * (i % 61)))\n"
+        f"open({str(done)!r}, 'w').close()\n"
+        "time.sleep(600)\n"
+    )
+    tmux.run("new-session", "-d", "-s", "keep", "-x", "100", "-y", "20", "sleep 600")
+    tmux.run("new-window", "-d", "-t", "keep:", "-n", "w", f"{PY} {script}")
+    proc = start_watch(
+        "--tmux", "keep:w.0", "--tmux-socket", tmux.socket, "--no-tui", "--capture", str(cap), "--no-snapshot"
+    )
+    assert proc.stdout is not None
+    json.loads(proc.stdout.readline())  # attached
+    wait_for(done.exists, timeout=30)  # every write returned
+    # and tmux has read them all from the terminal (what it never read, no one can keep)
+    wait_for(lambda: "count 3000 " in tmux.run("capture-pane", "-p", "-t", "keep:w"), timeout=10)
+    tmux.run("kill-pane", "-t", "keep:w.0")
+    events, err, rc = events_of(proc)
+    assert rc == 0, err
+    counts = [int(t.split()[1]) for t in capture_lines(cap) if t.startswith("count ")]
+    assert counts == list(range(1, 3001))
+    end = next(e for e in events if e["event"] == "ended")
+    assert end["reason"] == "pane-closed"

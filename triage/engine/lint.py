@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from triage.engine.rules import Rule, load_rules
 from triage.errors import RuleError
@@ -111,26 +112,15 @@ def noise_selectivity(
     regex with no native form are counted as they are. Over MAX_NOISE_RATE is an error
     naming the rule, the clause and the literal."""
     from triage.engine.noise import noise_lines
-    from triage.ingest.scan import native_superset
     from triage.structure.tables import STRUCTURE_LITERALS
 
     text = lines if lines is not None else noise_lines()
-    buf = "\n".join(text).encode()
-    low = buf.lower()
-    limit = max(1, int(len(text) * MAX_NOISE_RATE))
+    noise = _Noise(text)
     out: list[str] = []
-    cache: dict[tuple[bytes, bool], list[int]] = {}
-
-    def starts(lit: str, icase: bool) -> list[int]:
-        key = (lit.encode(), icase)
-        if key not in cache:
-            cache[key] = _hit_lines(low if icase else buf, key[0].lower() if icase else key[0])
-        return cache[key]
-
     if include_structure:
         for lit in STRUCTURE_LITERALS:
-            n = len(starts(lit, False))
-            if n > limit:
+            n = len(noise.starts(lit, False))
+            if n > noise.limit:
                 out.append(
                     f"triage/structure/tables.py: STRUCTURE_LITERALS: {lit!r} is on {n} of "
                     f"{len(text)} noise lines ({_rate(n, len(text))}; at most 1 in 10,000)"
@@ -147,32 +137,58 @@ def noise_selectivity(
             if u.scope == "log"
         ]
         for key, lits, icase, pattern in items:
-            native = native_superset(pattern.pattern) if pattern is not None else None
-            confirm = None
-            if native is not None:
-                try:
-                    confirm = re.compile(native.encode(), re.IGNORECASE if icase else 0)
-                except re.error:
-                    confirm = None
-            for lit in lits:
-                hits = starts(lit, icase)
-                if confirm is not None:
-                    hits = [s for s in hits if confirm.search(buf, s, _line_end(buf, s))]
-                    what = "with its regex matching"
-                else:
-                    what = (
-                        "(its regex has no native form, so every hit is a window)"
-                        if pattern is not None
-                        else ""
-                    )
-                if len(hits) > limit:
-                    first = buf[hits[0] : _line_end(buf, hits[0])].decode(errors="replace")[:120]
-                    out.append(
-                        f"{r.path}: {key}.literal: {lit!r} is on {len(hits)} of {len(text)} "
-                        f"noise lines {what} ({_rate(len(hits), len(text))}; at most 1 in "
-                        f"10,000), e.g. {first!r}".replace("  ", " ")
-                    )
+            out += noise.clause(f"{r.path}: {key}", lits, icase, pattern)
     return out
+
+
+class _Noise:
+    """The noise corpus as one buffer, with the lines each literal is on (cached)."""
+
+    def __init__(self, text: list[str]) -> None:
+        self.n = len(text)
+        self.buf = "\n".join(text).encode()
+        self.low = self.buf.lower()
+        self.limit = max(1, int(len(text) * MAX_NOISE_RATE))
+        self._cache: dict[tuple[bytes, bool], list[int]] = {}
+
+    def starts(self, lit: str, icase: bool) -> list[int]:
+        key = (lit.encode(), icase)
+        if key not in self._cache:
+            hay = self.low if icase else self.buf
+            self._cache[key] = _hit_lines(hay, key[0].lower() if icase else key[0])
+        return self._cache[key]
+
+    def clause(self, where: str, lits: tuple[str, ...], icase: bool, pattern: Any) -> list[str]:
+        """The errors of one clause's literals: each on too many noise lines (counted
+        where the clause's native regex matches too, when it has one)."""
+        from triage.ingest.scan import native_superset
+
+        buf = self.buf
+        native = native_superset(pattern.pattern) if pattern is not None else None
+        confirm = None
+        if native is not None:
+            try:
+                confirm = re.compile(native.encode(), re.IGNORECASE if icase else 0)
+            except re.error:
+                confirm = None
+        out: list[str] = []
+        for lit in lits:
+            hits = self.starts(lit, icase)
+            if confirm is not None:
+                hits = [s for s in hits if confirm.search(buf, s, _line_end(buf, s))]
+                what = "with its regex matching"
+            else:
+                what = (
+                    "(its regex has no native form, so every hit is a window)" if pattern is not None else ""
+                )
+            if len(hits) > self.limit:
+                first = buf[hits[0] : _line_end(buf, hits[0])].decode(errors="replace")[:120]
+                out.append(
+                    f"{where}.literal: {lit!r} is on {len(hits)} of {self.n} "
+                    f"noise lines {what} ({_rate(len(hits), self.n)}; at most 1 in "
+                    f"10,000), e.g. {first!r}".replace("  ", " ")
+                )
+        return out
 
 
 def _hit_lines(hay: bytes, needle: bytes) -> list[int]:

@@ -16,6 +16,7 @@ from triage.structure import root_exception
 
 MAX_FINDINGS_PER_RULE = 200
 CONTEXT = 2
+CONTEXT_CHARS = 300  # of a line kept as another line's context
 WRAP_MIN = 60  # a line this long that goes on in the next one may be a hard-wrapped paste
 _BAR_START = re.compile(r"(?:[^|]{0,40}:\s*)?\d{1,3}%\|")  # a tqdm frame drawn over a line
 
@@ -94,8 +95,44 @@ class Prefilter:
         return list(self.literals) + list(self.icase)
 
 
+class Found:
+    """Findings, one per rule and log line (two clauses of a rule on the same line, the
+    watchdog's words and its whole message, are one occurrence: the surer one kept),
+    counted per rule."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.count: dict[str, int] = {}
+        self._at: dict[tuple[str, str | None, int], int] = {}  # (rule, source, line) -> finding
+
+    def copy(self) -> Found:
+        """An independent copy (the findings themselves are immutable and shared)."""
+        out = Found()
+        out.findings = list(self.findings)
+        out.count = dict(self.count)
+        out._at = dict(self._at)
+        return out
+
+    def full(self, rule_id: str) -> bool:
+        """The rule has made as many findings as one rule may."""
+        return self.count.get(rule_id, 0) >= MAX_FINDINGS_PER_RULE
+
+    def add(self, f: Finding) -> None:
+        at = (f.rule_id, f.evidence.source, f.evidence.line) if f.evidence.line is not None else None
+        if at is not None:
+            i = self._at.get(at)
+            if i is not None:
+                if f.confidence > self.findings[i].confidence:
+                    self.findings[i] = f
+                return
+            self._at[at] = len(self.findings)
+        self.count[f.rule_id] = self.count.get(f.rule_id, 0) + 1
+        self.findings.append(f)
+
+
 class Matcher:
-    """Feed every line; then `finish` with the structure's results and the facts."""
+    """Feed every line; then `finish` with the structure's results and the facts
+    (`finish` is pure: lines may be fed on after it)."""
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = {r.id: r for r in rules}
@@ -116,15 +153,17 @@ class Matcher:
         self._window = max(
             [CONTEXT] + [c.near.within for r in rules for c in r.clauses if c.near is not None]
         )
-        self.findings: list[Finding] = []
-        self._count: dict[str, int] = {}
-        self._at: dict[tuple[str, str | None, int], int] = {}  # (rule, source, line) -> finding
+        self.found = Found()  # the findings of the lines fed so far
         self._suppressed: set[str] = set()
         self._ctx: dict[str, deque[str]] = {}
         # per source: clauses whose pattern the last line ends inside (cut-aware matching)
         self._cut_pending: dict[str, list[tuple[Clause, Line, tuple[str, ...], Any]]] = {}
-        self._ends_cut: set[str] = set()  # sources whose last line has no newline (set by the caller)
         self.candidate_lines = 0
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings of the lines fed so far (line clauses only)."""
+        return self.found.findings
 
     def scan_literals(self) -> tuple[list[str], list[str], list[Confirm]]:
         """What the fast path's raw-bytes scan looks for: plain literals (case-sensitive,
@@ -170,11 +209,11 @@ class Matcher:
                     continue
                 self._line_clause(target, line, tuple(ctx), phase)
         if text.strip():
-            ctx.append(_ctx_text(line))
+            ctx.append(text[:CONTEXT_CHARS])
 
     def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...], phase: str | None) -> None:
         recent, ctx = ctx, ctx[-CONTEXT:]
-        if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
+        if self.found.full(c.rule_id):
             return
         if c.phases and phase not in c.phases:
             return
@@ -193,7 +232,7 @@ class Matcher:
             self._code_or_near(c, line, ctx, recent, m)
             return
         conf = Confidence.POSSIBLE if phase is not None and phase in rule.hint_in_phase else c.confidence
-        self._add(
+        self.found.add(
             Finding(
                 c.rule_id,
                 conf,
@@ -228,22 +267,19 @@ class Matcher:
             row = c.table.rows.get(code, {})
             groups += (("code_name", str(row.get("name", code))),)
         ev = Evidence(text=text, source=line.source, line=line.lineno, rank=line.rank, context=ctx)
-        self._add(
+        self.found.add(
             Finding(c.rule_id, conf, ev, _order(line), c.name or f"match[{c.index}]", line.ts, "line", groups)
         )
 
-    def _resolve_cut(self, source: str, nxt: Line | None) -> None:
-        """Accept the cut matches of `source`'s previous line when it was cut: the source
-        ends there (the edge of a paste), a progress bar was drawn over it, or a long line
-        goes on in the next one (a hard-wrapped terminal copy). At most `likely`: the rest
-        of the message is not there to prove it."""
+    def _resolve_cut(self, source: str, nxt: Line) -> None:
+        """Accept the cut matches of `source`'s previous line when it was cut: a progress
+        bar was drawn over it, or a long line goes on in the next one (a hard-wrapped
+        terminal copy). At most `likely`: the rest of the message is not there to prove
+        it. (A source that ends on such a line: `finish`.)"""
         pending = self._cut_pending.pop(source, None)
         if not pending:
             return
-        if nxt is None:
-            if source not in self._ends_cut:
-                return  # the last line is whole: a message that stops there is not cut
-        elif _BAR_START.match(nxt.text.lstrip()) is None:
+        if _BAR_START.match(nxt.text.lstrip()) is None:
             # not a bar drawn over it: a hard-wrapped paste, when the two lines joined are
             # the whole message
             pending = [
@@ -252,12 +288,15 @@ class Matcher:
                 if len(line.text) >= WRAP_MIN
                 and (m2 := c.search(f"{line.text} {nxt.text.lstrip()}")) is not None
             ]
+        self._add_cut(self.found, pending)
+
+    def _add_cut(self, found: Found, pending: list[tuple[Clause, Line, tuple[str, ...], Any]]) -> None:
         for c, line, ctx, m in pending:
-            if self._count.get(c.rule_id, 0) >= MAX_FINDINGS_PER_RULE:
+            if found.full(c.rule_id):
                 continue
             if _unless_line(self.rules[c.rule_id].unless, line.text):
                 continue
-            self._add(
+            found.add(
                 Finding(
                     c.rule_id,
                     min(c.confidence, Confidence.LIKELY),
@@ -270,20 +309,6 @@ class Matcher:
                 )
             )
 
-    def _add(self, f: Finding) -> None:
-        # one finding per rule and log line: two clauses of a rule on the same line (the
-        # watchdog's words and its whole message) are one occurrence, the surer one kept
-        at = (f.rule_id, f.evidence.source, f.evidence.line) if f.evidence.line is not None else None
-        if at is not None:
-            i = self._at.get(at)
-            if i is not None:
-                if f.confidence > self.findings[i].confidence:
-                    self.findings[i] = f
-                return
-            self._at[at] = len(self.findings)
-        self._count[f.rule_id] = self._count.get(f.rule_id, 0) + 1
-        self.findings.append(f)
-
     def finish(
         self,
         exceptions: list[ExceptionInfo],
@@ -295,40 +320,47 @@ class Matcher:
     ) -> list[Finding]:
         """Match the structured clauses and return all findings (minus suppressed rules).
         `cut_sources`: the sources whose last line stops without a newline; `secondary`:
-        errors a launcher's report lists as other failures (structure.root_exception)."""
-        self._ends_cut.update(cut_sources)
-        for source in list(self._cut_pending):
-            self._resolve_cut(source, None)  # the source ends on this line
+        errors a launcher's report lists as other failures (structure.root_exception).
+        Pure: the findings are made in a copy, the matcher is left as it was."""
+        found = self.found.copy()
+        ends_cut = set(cut_sources)
+        for source, pending in self._cut_pending.items():
+            if source in ends_cut:  # the source ends on a line cut inside a message
+                self._add_cut(found, pending)
         root = root_exception(exceptions, secondary)
         for rule in self.rules.values():
             for c in rule.clauses:
                 if c.kind == "root-error":
-                    self._root_error(rule, c, root, end)
+                    self._root_error(found, rule, c, root, end)
                 elif c.kind == "exception":
-                    self._exceptions(rule, c, exceptions)
+                    self._exceptions(found, rule, c, exceptions)
                 elif c.kind == "event":
-                    self._events(c, events)
+                    self._events(found, c, events)
                 elif c.kind == "end":
-                    self._end(c, end, facts)
+                    self._end(found, c, end, facts)
                 elif c.kind == "fact" and end.kind != "clean-exit" and all_hold(c.when, facts):
-                    names = ", ".join(f"{p.fact} = {_show(facts.get(p.fact))}" for p in c.when)
-                    self._add(
-                        Finding(
-                            c.rule_id,
-                            c.confidence,
-                            Evidence(text=names, source="snapshot", fact=c.when[0].fact),
-                            float("inf"),
-                            c.name or "fact",
-                            None,
-                            "fact",
-                        )
-                    )
+                    self._fact(found, c, facts)
         frames: dict[tuple[str | None, int | None], tuple[str, ...]] = {
             (e.line.source, e.line.lineno): e.frames for e in exceptions if e.frames
         }
-        return [
-            f for f in self.findings if f.rule_id not in self._suppressed and not self._raised_from(f, frames)
-        ]
+        kept = [f for f in found.findings if f.rule_id not in self._suppressed]
+        return [f for f in kept if not self._raised_from(f, frames)]
+
+    @staticmethod
+    def _fact(found: Found, c: Clause, facts: Mapping[str, Any]) -> None:
+        """A fact clause that holds: its finding names the facts' values."""
+        names = ", ".join(f"{p.fact} = {_show(facts.get(p.fact))}" for p in c.when)
+        found.add(
+            Finding(
+                c.rule_id,
+                c.confidence,
+                Evidence(text=names, source="snapshot", fact=c.when[0].fact),
+                float("inf"),
+                c.name or "fact",
+                None,
+                "fact",
+            )
+        )
 
     def _raised_from(self, f: Finding, frames: dict[tuple[str | None, int | None], tuple[str, ...]]) -> bool:
         """An `unless` with scope "frames": the exception on the finding's line was raised
@@ -347,7 +379,7 @@ class Matcher:
             for u in rule.unless
         )
 
-    def _exceptions(self, rule: Rule, c: Clause, exceptions: list[ExceptionInfo]) -> None:
+    def _exceptions(self, found: Found, rule: Rule, c: Clause, exceptions: list[ExceptionInfo]) -> None:
         for e in exceptions:
             full = f"{e.type}: {e.message}"
             if c.literals and not any(
@@ -364,7 +396,7 @@ class Matcher:
                 continue
             if _unless_line(rule.unless, full):
                 continue
-            self._add(
+            found.add(
                 Finding(
                     c.rule_id,
                     c.confidence,
@@ -376,7 +408,9 @@ class Matcher:
                 )
             )
 
-    def _root_error(self, rule: Rule, c: Clause, root: ExceptionInfo | None, end: EndState) -> None:
+    def _root_error(
+        self, found: Found, rule: Rule, c: Clause, root: ExceptionInfo | None, end: EndState
+    ) -> None:
         if root is None or (c.end_states and end.kind not in c.end_states):
             return
         if not root.has_traceback and end.kind not in ("traceback", "error"):
@@ -387,7 +421,7 @@ class Matcher:
             return
         # the innermost frames say where it was raised
         ctx = tuple(root.frames[-3:])
-        self._add(
+        found.add(
             Finding(
                 c.rule_id,
                 c.confidence,
@@ -399,7 +433,8 @@ class Matcher:
             )
         )
 
-    def _events(self, c: Clause, events: list[Event]) -> None:
+    @staticmethod
+    def _events(found: Found, c: Clause, events: list[Event]) -> None:
         for ev in events:
             if ev.kind != c.event:
                 continue
@@ -416,7 +451,7 @@ class Matcher:
                     line=ev.line.lineno,
                     rank=ev.data.get("root_rank", ev.line.rank),
                 )
-                self._add(
+                found.add(
                     Finding(
                         c.rule_id,
                         c.confidence,
@@ -428,7 +463,8 @@ class Matcher:
                     )
                 )
 
-    def _end(self, c: Clause, end: EndState, facts: Mapping[str, Any]) -> None:
+    @staticmethod
+    def _end(found: Found, c: Clause, end: EndState, facts: Mapping[str, Any]) -> None:
         if end.kind not in c.end_states:
             return
         if c.last_phases and end.last_phase not in c.last_phases:
@@ -437,7 +473,7 @@ class Matcher:
             return
         where = f" in phase {end.last_phase}" if end.last_phase else ""
         text = f"log ends ({end.kind}{where}): {end.last_text[-120:]}"
-        self._add(
+        found.add(
             Finding(
                 c.rule_id,
                 c.confidence,
@@ -472,7 +508,3 @@ def _show(v: Any) -> str:
 
 def _order(line: Line) -> float:
     return float(line.seq)
-
-
-def _ctx_text(line: Line) -> str:
-    return line.text[:300]

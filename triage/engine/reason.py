@@ -249,16 +249,15 @@ def _shown(v: Any) -> str:
 
 
 # A run that went on to finish cleanly survived its errors: handled, retried or harmless.
-# Numerics are the exception (a run can "finish" with a loss of nan all along), and
-# warning-level rules (a recompile limit) describe the run, not a crash.
-SURVIVABLE_EXEMPT = {"numerics"}
+# A rule with `survivable = false` is the exception (a run can "finish" with a loss of
+# nan all along), and warning-level rules (a recompile limit) describe the run, not a crash.
 
 
 EXIT_0 = "the watched process exited with status 0 (run.exit_status): the run ended, it did not crash"
 
 
 def _handled(c: _Cand, end: EndState, why: str | None = None) -> None:
-    if c.rule.category in SURVIVABLE_EXEMPT or c.severity == "warning" or c.confidence == Confidence.POSSIBLE:
+    if not c.rule.survivable or c.severity == "warning" or c.confidence == Confidence.POSSIBLE:
         return  # warnings are what they are, crash or not
     c.confidence = Confidence.POSSIBLE
     if why is not None:
@@ -282,12 +281,7 @@ WENT_ON_MIN = 3  # loss lines of the same rank after an error: the run survived 
 def _went_on(c: _Cand, progress: Mapping[tuple[str, int | None], list[int]]) -> None:
     """An error the same rank trained on after (a caught OOM that skipped a batch, a
     retried download), in a log that does not end in a failure: handled or harmless."""
-    if (
-        c.rule.category in SURVIVABLE_EXEMPT
-        or c.severity == "warning"
-        or c.inferred
-        or c.confidence == Confidence.POSSIBLE
-    ):
+    if not c.rule.survivable or c.severity == "warning" or c.inferred or c.confidence == Confidence.POSSIBLE:
         return
     seen = [f for f in c.findings if f.kind in ("line", "exception") and f.evidence.source]
     if not seen:

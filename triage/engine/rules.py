@@ -65,6 +65,8 @@ TOP_KEYS = {
     "examples",
     "generic",
     "hint_in_phase",
+    "survivable",
+    "waits_on_peers",
 }
 MATCH_KEYS = {
     "name",
@@ -248,6 +250,12 @@ class Rule:
     # phases in which a line of this rule is only a hint (possible): a rendezvous failure
     # while training is a side channel's, not the run's start-up
     hint_in_phase: tuple[str, ...] = ()
+    # false: a run that went on, or ended cleanly, after it did not survive it (a loss
+    # of nan all along is still a failure); true for most errors (handled, retried)
+    survivable: bool = True
+    # the ranks that report it are waiting on a peer (a collective timeout, a hang): a
+    # rank that does not report it is named as the likely straggler
+    waits_on_peers: bool = False
     aliases: tuple[str, ...] = ()
     remedies: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
@@ -370,6 +378,8 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
         generic=bool(data.get("generic", False)),
         aliases=tuple(_str_list(data, "aliases", p)),
         hint_in_phase=_names(data, "hint_in_phase", PHASES, "phase", p, "(rule)"),
+        survivable=_bool(data, "survivable", True, p),
+        waits_on_peers=_bool(data, "waits_on_peers", False, p),
         remedies=tuple(_str_list(data, "remedies", p)),
         checks=tuple(_str_list(data, "checks", p)),
         docs=tuple(_str_list(data, "docs", p)),
@@ -378,6 +388,14 @@ def parse_rule(data: dict[str, Any], p: str) -> Rule:
     )
     _check_templates(rule, p)
     return rule
+
+
+def _bool(data: dict[str, Any], key: str, default: bool, p: str) -> bool:
+    """A true/false rule field (a string "false" is an error, not true)."""
+    v = data.get(key, default)
+    if not isinstance(v, bool):
+        raise RuleError(p, key, "must be true or false")
+    return v
 
 
 def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
@@ -393,24 +411,7 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
     except KeyError:
         raise RuleError(p, f"{key}.confidence", "must be confirmed, likely or possible") from None
     icase = bool(m.get("icase", False))
-    literals: tuple[str, ...] = ()
-    pattern = type_pattern = frames_pattern = None
-    if kind in ("line", "exception"):
-        # an exception clause that names the frames it was raised from is selective by
-        # them (anything raised inside torch.save): its literal is optional
-        frames_only = kind == "exception" and ("frames" in m or "raised_in" in m) and "literal" not in m
-        literals = () if frames_only else tuple(_literals(m, p, key))
-        if kind == "line":
-            pattern = _compile(m.get("regex"), p, f"{key}.regex", icase, required=True)
-            _literal_in_regex(literals, m.get("regex", ""), p, key)
-        else:
-            type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
-            pattern = _compile(m.get("message"), p, f"{key}.message", icase, required=False)
-            frames_pattern = _compile(m.get("frames"), p, f"{key}.frames", False, required=False)
-            if type_pattern is None and pattern is None:
-                raise RuleError(p, key, "an exception clause needs 'type' or 'message'")
-    if kind == "root-error":
-        type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
+    literals, pattern, type_pattern, frames_pattern = _text_patterns(kind, m, p, key, icase)
     where: dict[str, tuple[Any, ...]] = {}
     if kind == "event":
         where = _event_where(m, p, key)
@@ -454,6 +455,32 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
             clause, raised_in=_compile(m["raised_in"], p, f"{key}.raised_in", False, required=True)
         )
     return _code_and_near(clause, m, p, key)
+
+
+def _text_patterns(
+    kind: str, m: dict[str, Any], p: str, key: str, icase: bool
+) -> tuple[tuple[str, ...], Any, Any, Any]:
+    """A clause's literals and its patterns over the line, or over an exception's
+    message, type and frames: (literals, pattern, type_pattern, frames_pattern)."""
+    literals: tuple[str, ...] = ()
+    pattern = type_pattern = frames_pattern = None
+    if kind in ("line", "exception"):
+        # an exception clause that names the frames it was raised from is selective by
+        # them (anything raised inside torch.save): its literal is optional
+        frames_only = kind == "exception" and ("frames" in m or "raised_in" in m) and "literal" not in m
+        literals = () if frames_only else tuple(_literals(m, p, key))
+        if kind == "line":
+            pattern = _compile(m.get("regex"), p, f"{key}.regex", icase, required=True)
+            _literal_in_regex(literals, m.get("regex", ""), p, key)
+        else:
+            type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
+            pattern = _compile(m.get("message"), p, f"{key}.message", icase, required=False)
+            frames_pattern = _compile(m.get("frames"), p, f"{key}.frames", False, required=False)
+            if type_pattern is None and pattern is None:
+                raise RuleError(p, key, "an exception clause needs 'type' or 'message'")
+    if kind == "root-error":
+        type_pattern = _compile(m.get("type"), p, f"{key}.type", False, required=False)
+    return literals, pattern, type_pattern, frames_pattern
 
 
 def _code_and_near(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:

@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Any
 
-# The packages to probe come from the caller (triage.evidence.collect passes
+# The packages to probe come from the caller (triage.evidence.sources.packages passes
 # triage.vocabulary's lists): this file runs in the training run's interpreter and
 # cannot import triage, and one list keeps the probe and the rules' fact names agreed.
 #   --packages=torch,flash-attn:flash_attn,...   distribution[:module], imported in order

@@ -8,6 +8,7 @@ after them, rank prefixes, timestamps and logger prefixes. Prefixes are tables o
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,27 +40,37 @@ class Peeled:
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 
+def _frac(text: str | None) -> float:
+    """A fraction of a second written as its digits after the point ("123" -> 0.123)."""
+    return float("0." + text) if text else 0.0
+
+
+@functools.lru_cache(maxsize=256)
+def _hour_start(y: int, mo: int, d: int, h: int) -> int:
+    """`calendar.timegm` of the hour's start (the date part is the costly one; minutes
+    and seconds add linearly, so the sum is timegm's exactly)."""
+    return calendar.timegm((y, mo, d, h, 0, 0, 0, 0, 0))
+
+
 def _iso_ts(m: re.Match[str]) -> float | None:
-    y, mo, d, h, mi, s = (int(m.group(k)) for k in ("y", "mo", "d", "h", "mi", "s"))
-    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
+    y, mo, d, h, mi, s, frac = m.group("y", "mo", "d", "h", "mi", "s", "frac")
     try:
-        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + frac
+        return _hour_start(int(y), int(mo), int(d), int(h)) + int(mi) * 60 + int(s) + _frac(frac)
     except (ValueError, OverflowError):
         return None
 
 
 def _glog_ts(m: re.Match[str]) -> float | None:
     # glog has no year: seconds within a nominal year keep order inside one run
-    mo, d = int(m.group("mo")), int(m.group("d"))
-    h, mi, s = int(m.group("h")), int(m.group("mi")), int(m.group("s"))
-    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
-    return ((mo * 31 + d) * 24 + h) * 3600 + mi * 60 + s + frac + _YEARLESS_BASE
+    mo, d, h, mi, s, frac = m.group("mo", "d", "h", "mi", "s", "frac")
+    day = (int(mo) * 31 + int(d)) * 24 + int(h)
+    return day * 3600 + int(mi) * 60 + int(s) + _frac(frac) + _YEARLESS_BASE
 
 
 def _syslog_ts(m: re.Match[str]) -> float | None:
-    mo = _MONTHS.get(m.group("mon"), 0)
-    d, h, mi, s = int(m.group("d")), int(m.group("h")), int(m.group("mi")), int(m.group("s"))
-    return ((mo * 31 + d) * 24 + h) * 3600 + mi * 60 + s + _YEARLESS_BASE
+    mon, d, h, mi, s = m.group("mon", "d", "h", "mi", "s")
+    mo = _MONTHS.get(mon, 0)
+    return ((mo * 31 + int(d)) * 24 + int(h)) * 3600 + int(mi) * 60 + int(s) + _YEARLESS_BASE
 
 
 _YEARLESS_BASE = 0.0
@@ -70,8 +81,7 @@ def _clock_ts(m: re.Match[str]) -> float | None:
     h, mi, s = int(m.group("h")), int(m.group("mi")), int(m.group("s"))
     if h > 23 or mi > 59 or s > 60:
         return None
-    frac = float("0." + m.group("frac")) if m.group("frac") else 0.0
-    return h * 3600 + mi * 60 + s + frac + _YEARLESS_BASE
+    return h * 3600 + mi * 60 + s + _frac(m.group("frac")) + _YEARLESS_BASE
 
 
 Handler = Callable[[re.Match[str], Peeled], None]
@@ -160,24 +170,15 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
 ]
 
 
-class _Groups:
-    """A view of one row's groups inside the combined prefix regex."""
-
-    __slots__ = ("m", "row")
-
-    def __init__(self, m: re.Match[str], row: int) -> None:
-        self.m, self.row = m, row
-
-    def group(self, name: str) -> str:
-        return self.m.group(f"g{self.row}_{name}")
-
-    def end(self) -> int:
-        return self.m.end()
-
-
-def _combine(rows: list[tuple[str, re.Pattern[str], Handler]]) -> re.Pattern[str]:
+def _combine(
+    rows: list[tuple[str, re.Pattern[str], Handler]], only: frozenset[str] | None = None
+) -> re.Pattern[str]:
+    """The rows (those named in `only`, if given) in one alternation, in table order;
+    row i is group "r<i>" whatever the subset."""
     parts = []
-    for i, (_name, rx, _h) in enumerate(rows):
+    for i, (name, rx, _h) in enumerate(rows):
+        if only is not None and name not in only:
+            continue
         body = re.sub(r"\(\?P<(\w+)>", rf"(?P<g{i}_\1>", rx.pattern)
         parts.append(f"(?P<r{i}>{body})")
     return re.compile("|".join(parts))
@@ -185,6 +186,40 @@ def _combine(rows: list[tuple[str, re.Pattern[str], Handler]]) -> re.Pattern[str
 
 # One match call tries every row (leftmost alternative wins, as the ordered loop did).
 PREFIX_ANY = _combine(PREFIXES)
+
+# The rows a line led by some characters can start with: a lower-case letter (not "r",
+# which rank-colon starts with) or "_" leads only the word-led rows, and each of those
+# needs ": ", "|", " - " or ".py:" in the line; an upper-case letter leads those and a
+# few more.
+# tests/test_line_path.py derives every row's first characters from its regex to check.
+_WORD_LED = frozenset("abcdefghijklmnopqstuvwxyz_")
+_WORD_ROWS = frozenset({"slurm-node-rank", "compose", "py-logging-dash", "logger-name"})
+_UPPER_LED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_UPPER_ROWS = _WORD_ROWS | {"glog", "syslog", "py-logging", "level-word", "gh-lineno"}
+PREFIX_WORD = _combine(PREFIXES, _WORD_ROWS)
+PREFIX_UPPER = _combine(PREFIXES, _UPPER_ROWS)
+
+
+def _lead(c: str) -> tuple[bool, re.Pattern[str] | None]:
+    """What a line led by `c` may start with: an srun label (after a space or a digit)
+    or not, and the rows to try (None: the word-led rows, if the line holds what one of
+    them needs, else none)."""
+    srun = c.isspace() or c.isdigit()
+    if c in _WORD_LED:
+        return srun, None
+    return srun, PREFIX_UPPER if c in _UPPER_LED else PREFIX_ANY
+
+
+_LEADS = {chr(i): _lead(chr(i)) for i in range(128)}  # one look-up per step for ASCII
+
+
+# PREFIX_ANY's outer group name -> (the row's own regex, its handler), None for a row
+# that only drops its prefix (most of them: no groups to read). A handler reads the
+# row's own match: the same match as the row's alternative in PREFIX_ANY (nothing follows
+# it there), with the row's group names, read at native speed.
+_ROWS: dict[str, tuple[re.Pattern[str], Handler | None]] = {
+    f"r{i}": (rx, None if handler is _drop else handler) for i, (_name, rx, handler) in enumerate(PREFIXES)
+}
 
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
@@ -215,6 +250,12 @@ _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 def _has_ctrl(text: str) -> bool:
     return _CTRL.search(text) is not None
+
+
+def _has_ctrl_cr(text: str) -> bool:
+    """`_has_ctrl` of a line redrawn with \r (a bar): printable without its \r, it has
+    none (control characters are not printable), which a native test says at once."""
+    return not text.replace("\r", "").isprintable() and _CTRL.search(text) is not None
 
 
 def resolve_redraws(text: str) -> str:
@@ -250,7 +291,8 @@ def _split_bars(text: str) -> list[str]:
         return [text]
     out: list[str] = []
     pos = 0
-    for m in BAR_RE.finditer(text):
+    # a bar holds "%|" one to three characters after its start: none begins before that
+    for m in BAR_RE.finditer(text, max(0, text.find("%|") - 3)):
         # a postfix such as ", loss=0.1]" is part of the bar: it ends at the closing ]
         if text[m.end() :].strip():
             out.append(text[pos : m.end()].strip())
@@ -264,19 +306,33 @@ def _split_bars(text: str) -> list[str]:
 def peel(text: str, state: SourceState) -> Peeled:
     """Peel launcher, timestamp and logger prefixes (repeatedly) off one line."""
     p = Peeled(text)
+    t = text  # the handlers set rank and ts only: the text is kept here until the end
     for _ in range(8):
-        t = p.text
-        m = SRUN_LABEL.match(t)
-        if m:
-            _srun_label(int(m.group("r")), state, p)
-            p.text = t[m.end() :]
-            continue
-        m2 = PREFIX_ANY.match(t)
-        if m2 is None or not (0 < m2.end() < len(t)) or m2.lastgroup is None:
+        c = t[:1]
+        srun, rows = _LEADS.get(c) or _lead(c)
+        if srun:
+            m = SRUN_LABEL.match(t)
+            if m:
+                _srun_label(int(m.group("r")), state, p)
+                t = t[m.end() :]
+                continue
+        if rows is None:  # word-led: most lines, once peeled, have no prefix left
+            if not (": " in t or "|" in t or " - " in t or ".py:" in t):
+                break
+            rows = PREFIX_WORD
+        m2 = rows.match(t)
+        if m2 is None or m2.lastgroup is None:
             break
-        row = int(m2.lastgroup[1:])
-        PREFIXES[row][2](_Groups(m2, row), p)  # type: ignore[arg-type]
-        p.text = t[m2.end() :]
+        end = m2.end()
+        if not 0 < end < len(t):
+            break
+        rx, handler = _ROWS[m2.lastgroup]
+        if handler is not None:
+            m3 = rx.match(t)
+            if m3 is not None:  # always: it is the alternative that matched
+                handler(m3, p)
+        t = t[end:]
+    p.text = t
     return p
 
 
@@ -292,15 +348,42 @@ def _srun_label(value: int, state: SourceState, p: Peeled) -> None:
         p.rank = value
 
 
-def normalize(data: bytes, state: SourceState) -> Iterator[Peeled]:
-    """One raw physical line -> zero or more clean logical lines."""
-    text = decode(data)
+def _clean(data: bytes) -> str:
+    """The text of one physical line: decoded, its final \r, escapes and control
+    characters dropped, redraws resolved (the steps of `strip_ansi` and
+    `resolve_redraws`, with their cheap "nothing to do" tests made here)."""
+    text = data.decode("utf-8", errors="replace")
     if text.endswith("\r"):
         text = text[:-1]
-    text = resolve_redraws(strip_ansi(text) if ("\x1b" in text or _has_ctrl(text)) else text)
+    if not text.isprintable():  # escapes, control characters and \r are not printable
+        if "\x1b" in text or (_has_ctrl(text) if "\r" not in text else _has_ctrl_cr(text)):
+            text = ANSI_RE.sub("", text)
+        if "\r" in text:
+            text = resolve_redraws(text)
+    return text
+
+
+def normalize(data: bytes, state: SourceState) -> Iterator[Peeled]:
+    """One raw physical line -> zero or more clean logical lines (`_clean`, then
+    `split_glued` where a bar or an escaped newline may split it): this runs once per
+    line of every log."""
+    text = _clean(data)
     # A rank prefix may stand before a progress bar's final frame: "[rank1]: 10%|..."
-    for piece in split_glued(text):
+    for piece in split_glued(text) if ("\\n" in text or "%|" in text) else (text,):
         p = peel(piece.rstrip(), state)
         if p.rank is not None:
             state.seen_ranks.add(p.rank)
         yield p
+
+
+def normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
+    """`normalize` of a physical line that gives one logical line, that line, or None
+    where the line needs the whole of `normalize` (an escaped newline, text glued
+    after a bar): most lines of a log give one, and this costs them no generator."""
+    text = _clean(data)
+    if "\\n" in text or ("%|" in text and len(_split_bars(text)) != 1):
+        return None
+    p = peel(text.rstrip(), state)
+    if p.rank is not None:
+        state.seen_ranks.add(p.rank)
+    return p

@@ -1,5 +1,7 @@
-"""Byte sources: files, folders of per-rank logs, stdin, .gz and .zst; split into
-physical lines in bounded memory (a huge line keeps its head and tail)."""
+"""Byte sources: files, folders of per-rank logs, stdin, .gz and .zst, read as chunks.
+
+Splitting them into physical lines (and the huge-line cap) is `triage.ingest.lines`;
+its names are re-exported here for the callers that import them from this module."""
 
 from __future__ import annotations
 
@@ -11,27 +13,40 @@ import stat
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from triage.errors import TriageError
+from triage.ingest.lines import (
+    HEAD_KEEP,
+    MAX_LINE,
+    TAIL_KEEP,
+    LineCap,
+    RawLine,
+    exact_lines,
+    split_lines,
+)
+
+__all__ = [
+    "HEAD_KEEP",
+    "MAX_LINE",
+    "TAIL_KEEP",
+    "LineCap",
+    "RawLine",
+    "TruncatedInput",
+    "expand_paths",
+    "iter_exact",
+    "iter_raw",
+    "open_binary",
+    "read_chunks",
+    "read_text_sample",
+    "split_lines",
+    "until_damaged",
+]
 
 CHUNK = 1 << 20
-MAX_LINE = 64 * 1024  # bytes kept per physical line: head + tail
-HEAD_KEEP = 48 * 1024
-TAIL_KEEP = 16 * 1024
 
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".gz", ".zst", ".stdout", ".stderr")
-
-
-@dataclass(frozen=True, slots=True)
-class RawLine:
-    lineno: int
-    data: bytes
-    complete: bool  # False for a last line with no newline
-    cut_bytes: int = 0  # bytes dropped from the middle of a huge line
-    length: int = 0  # the whole line's length in bytes, where it was cut (else len(data))
 
 
 def expand_paths(args: Iterable[str]) -> list[str]:
@@ -262,111 +277,9 @@ class TruncatedInput(Exception):
         self.path = path
 
 
-def split_lines(chunks: Iterable[bytes]) -> Iterator[RawLine]:
-    """Split a byte stream on \\n in bounded memory.
-
-    A line longer than MAX_LINE keeps its first HEAD_KEEP and last TAIL_KEEP bytes
-    (`LineCap`); `cut_bytes` says how much was dropped. The last line may lack a newline.
-    """
-    lineno = 0
-    head = bytearray()  # the line so far, while it fits: the fast path for every line
-    cap: LineCap | None = None
-    for chunk in chunks:
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            piece = chunk[start:] if nl < 0 else chunk[start:nl]
-            if cap is None and len(head) + len(piece) > HEAD_KEEP:
-                cap = LineCap()
-                cap.add(head)
-                head.clear()
-            if cap is None:
-                head += piece
-            else:
-                cap.add(piece)
-            if nl < 0:
-                break
-            lineno += 1
-            if cap is None:
-                yield RawLine(lineno, bytes(head), True)
-                head.clear()
-            else:
-                yield cap.line(lineno, True)
-                cap = None
-            start = nl + 1
-            if start >= len(chunk):
-                break
-    if cap is not None:
-        yield cap.line(lineno + 1, False)
-    elif head:
-        yield RawLine(lineno + 1, bytes(head), False)
-
-
-# A whole escape sequence (CSI, OSC, two-byte): the cap trims a fragment of one at a cut,
-# since half of "\x1b[31m" is no longer an escape and would stay in the text as "31m".
-_ESC_SEQ = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_ESC_REACH = 256  # bytes either side of a cut searched for a sequence it splits
-
-
-class LineCap:
-    """One physical line in bounded memory: its first HEAD_KEEP and last TAIL_KEEP bytes,
-    the count of those dropped between, and the last dropped bytes (an escape sequence
-    may straddle the cut)."""
-
-    __slots__ = ("cut", "edge", "head", "tail")
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.cut = 0
-        self.edge = b""
-
-    def add(self, piece: bytes | bytearray) -> None:
-        """Append the next bytes of the line."""
-        if len(self.head) < HEAD_KEEP:
-            room = HEAD_KEEP - len(self.head)
-            self.head += piece[:room]
-            piece = piece[room:]
-        if not piece:
-            return
-        self.tail += piece
-        excess = len(self.tail) - TAIL_KEEP
-        if excess > 0:
-            dropped = bytes(self.tail[max(0, excess - _ESC_REACH) : excess])
-            self.edge = dropped if len(dropped) >= _ESC_REACH else (self.edge + dropped)[-_ESC_REACH:]
-            del self.tail[:excess]
-            self.cut += excess
-
-    def kept(self) -> bytes:
-        """The bytes kept so far, head then tail, with no marker."""
-        return bytes(self.head) + bytes(self.tail)
-
-    def line(self, lineno: int, complete: bool) -> RawLine:
-        """The line as read: head, a marker with the bytes cut, tail."""
-        length = len(self.head) + len(self.tail) + self.cut
-        if not self.cut:
-            return RawLine(lineno, self.kept(), complete)
-        head, tail = _trim_escapes(bytes(self.head), bytes(self.tail), self.edge)
-        cut = length - len(head) - len(tail)
-        return RawLine(lineno, head + b" ...[%d bytes cut]... " % cut + tail, complete, cut, length)
-
-
-def _trim_escapes(head: bytes, tail: bytes, edge: bytes) -> tuple[bytes, bytes]:
-    """Drop the fragments of an escape sequence that the cut split, at the end of the head
-    and at the start of the tail (`edge`: the bytes dropped just before the tail)."""
-    i = head.rfind(b"\x1b", max(0, len(head) - _ESC_REACH))
-    if i >= 0 and _ESC_SEQ.match(head, i) is None:
-        head = head[:i]
-    j = edge.rfind(b"\x1b")
-    if j >= 0:
-        before = edge[j:]
-        m = _ESC_SEQ.match(before + tail[:_ESC_REACH])
-        if m is not None and m.end() > len(before):
-            tail = tail[m.end() - len(before) :]
-    return head, tail
-
-
 def iter_raw(path: str) -> Iterator[RawLine]:
+    """The physical lines of a source, numbered and capped (`lines.split_lines`); a
+    damaged .gz/.zst raises `TruncatedInput` after the lines before the damage."""
     fh = open_binary(path)
     damage: list[TruncatedInput] = []
     try:
@@ -376,6 +289,18 @@ def iter_raw(path: str) -> Iterator[RawLine]:
             fh.close()
     if damage:
         raise damage[0]  # after the last, unfinished line was yielded: it is often the evidence
+
+
+def iter_exact(path: str) -> Iterator[tuple[int, bytes]]:
+    """(lineno, exact bytes with the newline) of every physical line, numbered as
+    `iter_raw` numbers them and uncapped; a damaged .gz/.zst ends where the damage
+    starts (the report notes it)."""
+    fh = open_binary(path)
+    try:
+        yield from exact_lines(until_damaged(read_chunks(fh, path), []))
+    finally:
+        if path != "-":
+            fh.close()
 
 
 def until_damaged(chunks: Iterator[bytes], damage: list[TruncatedInput]) -> Iterator[bytes]:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from triage.ingest.reader import MAX_LINE, LineCap, RawLine, split_lines
+from triage.ingest.lines import MAX_LINE, Gap, LineCap, RawLine, split_lines
+
+__all__ = ["Confirm", "Gap", "LiteralScanner", "native_superset", "windows"]  # Gap: from lines
 
 CHUNK = 8 << 20
 BEFORE = 30  # lines kept before a hit: the traceback frames above an exception line
@@ -59,11 +61,11 @@ class LiteralScanner:
 
     def __init__(
         self,
-        literals: list[str],
-        icase: list[str] = (),  # type: ignore[assignment]
+        literals: Sequence[str],
+        icase: Sequence[str] = (),
         engine: str | None = None,
-        confirm: list[Confirm] = (),
-    ) -> None:  # type: ignore[assignment]
+        confirm: Sequence[Confirm] = (),
+    ) -> None:
         self.literals = sorted({x.encode() for x in literals if x})
         self.icase = sorted({x.encode() for x in icase if x})
         self.confirm = [c for c in confirm if c.literals]
@@ -299,92 +301,125 @@ def native_superset(src: str) -> str | None:
     out: list[str] = []
     i, n = 0, len(src)
     while i < n:
-        ch = src[i]
-        if ch == "\\":
-            if i + 1 >= n:
-                return None
-            nx = src[i + 1]
-            if nx in _UNSUPPORTED:
-                return None
-            i += 2
-            if nx in "AZzbB":
-                # anchors and word boundaries go: the clean text can start or end inside a
-                # raw line (a literal "\n" in a collapsed paste, a redraw, a glued bar)
-                continue
-            out.append(_SPACE if nx == "s" else _WORD if nx == "w" else "\\" + nx)
-            if nx == "s" and (i >= n or src[i] not in "*+?{"):
-                out.append("{1,3}")  # one space character: up to three bytes
-            if nx == "x":  # \xHH
-                out.append(src[i : i + 2])
-                i += 2
-            continue
-        if ch == "[":
-            j = _class_end(src, i)
-            if j < 0:
-                return None
-            body = src[i + 1 : j]
-            if any(ord(c) > 127 for c in body) or "[" in body.replace("\\[", ""):
-                return None  # a non-ASCII member is several bytes; nested sets: no form
-            if body.startswith("^"):
-                body = "^\\n" + body[1:]
-            body = body.replace("\\w", "\\w\\x80-\\xff")
-            out.append(f"[{body}]")
-            i = j + 1
-            continue
-        if ch == "(":
-            if src.startswith(_LOOK, i):
-                j = _group_end(src, i)
-                if j < 0:
-                    return None
-                i = _skip_quantifier(src, j + 1)
-                continue
-            if src.startswith("(?#", i):
-                j = src.find(")", i)
-                if j < 0:
-                    return None
-                i = j + 1
-                continue
-            if src.startswith(("(?P<", "(?<"), i):
-                j = src.find(">", i)
-                if j < 0:
-                    return None
-                out.append("(?:")
-                i = j + 1
-                continue
-            if src.startswith("(?>", i):
-                out.append("(?:")
-                i += 3
-                continue
-            if src.startswith("(?", i) and not src.startswith(("(?:", "(?i)", "(?i:"), i):
-                return None  # conditionals, branch resets, other flags
-            out.append("(")
-            i += 1
-            continue
-        if ch in "^$":
-            i += 1
-            continue
-        if ch == "{":
-            m = _BOUND.match(src, i)
-            if m:
-                lo, comma, hi = m.group(1), m.group(2), m.group(3)
-                top = int(hi or lo) * 4 if not comma or hi else 0
-                # a wide bound costs hyperscan seconds to compile: open it (a superset)
-                out.append(f"{{{lo},{top}}}" if 0 < top <= 32 else f"{{{lo},}}")
-                i = m.end()
-                if i < n and src[i] == "+":
-                    i += 1
-                continue
-        if ch in "*+?" and i + 1 < n and src[i + 1] == "+":
-            out.append(ch)
-            i += 2
-            continue
-        if ord(ch) > 127:
-            out.append("(?:" + "".join(f"\\x{b:02x}" for b in ch.encode()) + ")")
-            i += 1
-            continue
-        out.append(ch)
-        i += 1
+        step = _STEPS.get(src[i], _plain)
+        i = step(src, i, out)
+        if i < 0:
+            return None
     return "".join(out) or None
+
+
+# Each step below translates the construct at src[i] onto `out` and returns the index
+# after it, or -1 where the construct has no native form.
+
+
+def _escape(src: str, i: int, out: list[str]) -> int:
+    """A backslash escape: anchors go, \\s and \\w widen to UTF-8 bytes, the rest stays."""
+    n = len(src)
+    if i + 1 >= n:
+        return -1
+    nx = src[i + 1]
+    if nx in _UNSUPPORTED:
+        return -1
+    i += 2
+    if nx in "AZzbB":
+        # anchors and word boundaries go: the clean text can start or end inside a
+        # raw line (a literal "\n" in a collapsed paste, a redraw, a glued bar)
+        return i
+    out.append(_SPACE if nx == "s" else _WORD if nx == "w" else "\\" + nx)
+    if nx == "s" and (i >= n or src[i] not in "*+?{"):
+        out.append("{1,3}")  # one space character: up to three bytes
+    if nx == "x":  # \xHH
+        out.append(src[i : i + 2])
+        i += 2
+    return i
+
+
+def _charset(src: str, i: int, out: list[str]) -> int:
+    """A character class: ASCII members only; a negated one never crosses a newline."""
+    j = _class_end(src, i)
+    if j < 0:
+        return -1
+    body = src[i + 1 : j]
+    if any(ord(c) > 127 for c in body) or "[" in body.replace("\\[", ""):
+        return -1  # a non-ASCII member is several bytes; nested sets: no form
+    if body.startswith("^"):
+        body = "^\\n" + body[1:]
+    body = body.replace("\\w", "\\w\\x80-\\xff")
+    out.append(f"[{body}]")
+    return j + 1
+
+
+def _group(src: str, i: int, out: list[str]) -> int:
+    """A group's opening: lookarounds and comments go, named and atomic groups become
+    plain ones; conditionals, branch resets and other flags have no form."""
+    if src.startswith(_LOOK, i):
+        j = _group_end(src, i)
+        return -1 if j < 0 else _skip_quantifier(src, j + 1)
+    if src.startswith("(?#", i):
+        j = src.find(")", i)
+        return -1 if j < 0 else j + 1
+    if src.startswith(("(?P<", "(?<"), i):
+        j = src.find(">", i)
+        if j < 0:
+            return -1
+        out.append("(?:")
+        return j + 1
+    if src.startswith("(?>", i):
+        out.append("(?:")
+        return i + 3
+    if src.startswith("(?", i) and not src.startswith(("(?:", "(?i)", "(?i:"), i):
+        return -1
+    out.append("(")
+    return i + 1
+
+
+def _anchor(src: str, i: int, out: list[str]) -> int:
+    """`^` and `$` go (see `_escape`)."""
+    return i + 1
+
+
+def _brace(src: str, i: int, out: list[str]) -> int:
+    """A bounded repeat: four bytes a character, a wide bound left open; possessive
+    becomes greedy. A `{` that is no bound is a literal."""
+    m = _BOUND.match(src, i)
+    if not m:
+        return _plain(src, i, out)
+    lo, comma, hi = m.group(1), m.group(2), m.group(3)
+    top = int(hi or lo) * 4 if not comma or hi else 0
+    # a wide bound costs hyperscan seconds to compile: open it (a superset)
+    out.append(f"{{{lo},{top}}}" if 0 < top <= 32 else f"{{{lo},}}")
+    i = m.end()
+    if i < len(src) and src[i] == "+":
+        i += 1
+    return i
+
+
+def _quantifier(src: str, i: int, out: list[str]) -> int:
+    """`*`, `+`, `?`: a possessive one (`*+`) becomes greedy."""
+    if i + 1 < len(src) and src[i + 1] == "+":
+        out.append(src[i])
+        return i + 2
+    return _plain(src, i, out)
+
+
+def _plain(src: str, i: int, out: list[str]) -> int:
+    """Any other character: itself, or its UTF-8 bytes where it is not ASCII."""
+    ch = src[i]
+    out.append("(?:" + "".join(f"\\x{b:02x}" for b in ch.encode()) + ")" if ord(ch) > 127 else ch)
+    return i + 1
+
+
+_STEPS: dict[str, Callable[[str, int, list[str]], int]] = {
+    "\\": _escape,
+    "[": _charset,
+    "(": _group,
+    "^": _anchor,
+    "$": _anchor,
+    "{": _brace,
+    "*": _quantifier,
+    "+": _quantifier,
+    "?": _quantifier,
+}
 
 
 _BOUND = re.compile(r"\{(\d+)(,?)(\d*)\}")
@@ -442,13 +477,6 @@ def _skip_quantifier(src: str, j: int) -> int:
     return j
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """Lines were skipped before the next one: structure state must not span it."""
-
-    lines: int
-
-
 def windows(
     chunks: Iterator[bytes],
     scanner: LiteralScanner,
@@ -467,87 +495,126 @@ def windows(
     Memory: two chunks (one of lookahead, to know where the tail starts) plus the
     carried partial line.
     """
-    emitted = 0  # last line number emitted
-    data_pos = 0  # offset in the input of `data`'s first byte
-    base = 0  # line number of the last line before `data`
-    pending_after = head  # lines still to emit from the start of the next data
-    carry = b""  # partial last line of the previous chunk
-    # A partial line longer than MAX_LINE is carried as its head and tail (`carry` holds
-    # those bytes, so offsets still work) and the cap that knows its true size.
-    cap: LineCap | None = None
-    it = iter(chunks)
-    cur = next(it, None)
-    while cur is not None:
-        nxt = next(it, None)
-        buf = carry + cur
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:  # no newline yet
-            if cap is None and len(buf) >= MAX_LINE:
-                cap = LineCap()
-                cap.add(buf)
-            elif cap is not None:
-                cap.add(cur)
-            if nxt is not None:
-                carry = buf if cap is None else cap.kept()
-                cur = nxt
-                continue
-        first: RawLine | None = None  # the carried line, finished with this chunk's start
-        if cap is not None and cut:
-            cap.add(cur[: buf.find(b"\n") - len(carry)])
-            first = cap.line(base + 1, True)
-            cap = None
-        data, carry = buf[:cut], buf[cut:]
-        spans = _spans(data, scanner, before, after)
-        if sample_lines and sample_bytes:
-            spans.extend(_samples(data, data_pos, sample_bytes, sample_lines))
-        data_pos += len(data)
-        if pending_after:
-            spans.append((0, _forward(data, 0, pending_after)))
-            pending_after = 0
+    yield from _Windows(scanner, before, after, head, tail_bytes, sample_bytes, sample_lines).run(chunks)
+
+
+class _Windows:
+    """The state `windows` carries from one chunk to the next."""
+
+    def __init__(
+        self,
+        scanner: LiteralScanner,
+        before: int,
+        after: int,
+        head: int,
+        tail_bytes: int,
+        sample_bytes: int,
+        sample_lines: int,
+    ) -> None:
+        self.scanner, self.before, self.after = scanner, before, after
+        self.tail_bytes, self.sample_bytes, self.sample_lines = tail_bytes, sample_bytes, sample_lines
+        self.emitted = 0  # last line number emitted
+        self.data_pos = 0  # offset in the input of `data`'s first byte
+        self.base = 0  # line number of the last line before `data`
+        self.pending_after = head  # lines still to emit from the start of the next data
+        self.carry = b""  # partial last line of the previous chunk
+        # A partial line longer than MAX_LINE is carried as its head and tail (`carry`
+        # holds those bytes, so offsets still work) and the cap that knows its true size.
+        self.cap: LineCap | None = None
+
+    def run(self, chunks: Iterator[bytes]) -> Iterator[RawLine | Gap]:
+        """Each chunk with a look at the next (is the tail in this one?), then the end."""
+        it = iter(chunks)
+        cur = next(it, None)
+        while cur is not None:
+            nxt = next(it, None)
+            buf = self.carry + cur
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:  # no newline yet
+                self._grow(buf, cur)
+                if nxt is not None:
+                    self.carry = buf if self.cap is None else self.cap.kept()
+                    cur = nxt
+                    continue
+            first = self._end_carried(buf, cur, cut)
+            data, self.carry = buf[:cut], buf[cut:]
+            yield from self._emit(data, self._spans_of(data, nxt), first, nxt)
+            cur = nxt
+        yield from self._last()
+
+    def _grow(self, buf: bytes, cur: bytes) -> None:
+        """A chunk without a newline: the carried line grows (into a cap once huge)."""
+        if self.cap is None and len(buf) >= MAX_LINE:
+            self.cap = LineCap()
+            self.cap.add(buf)
+        elif self.cap is not None:
+            self.cap.add(cur)
+
+    def _end_carried(self, buf: bytes, cur: bytes, cut: int) -> RawLine | None:
+        """The capped carried line, finished by this chunk's start (None if not capped)."""
+        if self.cap is None or not cut:
+            return None
+        self.cap.add(cur[: buf.find(b"\n") - len(self.carry)])
+        first = self.cap.line(self.base + 1, True)
+        self.cap = None
+        return first
+
+    def _spans_of(self, data: bytes, nxt: bytes | None) -> list[tuple[int, int]]:
+        """The spans of `data` to read: hits, samples, the head's rest, the tail."""
+        spans = _spans(data, self.scanner, self.before, self.after)
+        if self.sample_lines and self.sample_bytes:
+            spans.extend(_samples(data, self.data_pos, self.sample_bytes, self.sample_lines))
+        self.data_pos += len(data)
+        if self.pending_after:
+            spans.append((0, _forward(data, 0, self.pending_after)))
+            self.pending_after = 0
         # the tail: the last `tail_bytes` of the input (this chunk, if the next is short)
         rest = 0 if nxt is None else len(nxt)
-        if rest < tail_bytes and data:
-            start = max(0, len(data) - (tail_bytes - rest))
+        if rest < self.tail_bytes and data:
+            start = max(0, len(data) - (self.tail_bytes - rest))
             if start:
                 start = data.find(b"\n", start) + 1 or len(data)
             spans.append((start, len(data)))
-        lineno = base
+        return spans
+
+    def _emit(
+        self, data: bytes, spans: list[tuple[int, int]], first: RawLine | None, nxt: bytes | None
+    ) -> Iterator[RawLine | Gap]:
+        """The lines of `spans` with their true numbers, a `Gap` before each skip."""
+        lineno = self.base
         pos = 0
         for start, end in _merge(spans):
             lineno += data.count(b"\n", pos, start)
             pos = start
             first_ln = lineno + 1
-            if first_ln > emitted + 1:
-                yield Gap(first_ln - emitted - 1)
+            if first_ln > self.emitted + 1:
+                yield Gap(first_ln - self.emitted - 1)
             seg = data[start:end]
+            more = end < len(data) or bool(self.carry)  # no line of seg is the input's last
             for raw in split_lines([seg]):
                 ln = first_ln + raw.lineno - 1
-                if ln > emitted:
+                if ln > self.emitted:
                     if first is not None and ln == first.lineno:
                         raw = first
-                    yield RawLine(
-                        ln,
-                        raw.data,
-                        raw.complete or end < len(data) or bool(carry),
-                        raw.cut_bytes,
-                        raw.length,
-                    )
-                    emitted = ln
+                    yield RawLine(ln, raw.data, raw.complete or more, raw.cut_bytes, raw.length)
+                    self.emitted = ln
             lineno += seg.count(b"\n")
             pos = end
             if end >= len(data) and nxt is not None:
-                pending_after = max(pending_after, after)  # continue into the next chunk
-        lineno += data.count(b"\n", pos)
-        base = lineno
-        cur = nxt
-    if carry:
-        total = base + 1
-        if total > emitted + 1:
-            yield Gap(total - emitted - 1)
-        if cap is not None:  # a giant last line with no newline: the cap has all of it
-            yield cap.line(total, False)
+                self.pending_after = max(self.pending_after, self.after)  # on into the next chunk
+        self.base = lineno + data.count(b"\n", pos)
+
+    def _last(self) -> Iterator[RawLine | Gap]:
+        """The input's last line when it has no newline."""
+        if not self.carry:
+            return
+        total = self.base + 1
+        if total > self.emitted + 1:
+            yield Gap(total - self.emitted - 1)
+        if self.cap is not None:  # a giant last line with no newline: the cap has all of it
+            yield self.cap.line(total, False)
         else:
-            for raw in split_lines([carry]):
+            for raw in split_lines([self.carry]):
                 yield RawLine(total, raw.data, False, raw.cut_bytes, raw.length)
                 break
 

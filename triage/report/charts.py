@@ -113,6 +113,19 @@ def _rect(x0: float, x1: float, y0: float, y1: float) -> list[tuple[float, float
     return [(x0, y0), (x0, y1), (x1, y1), (x1, y0)]
 
 
+class _XAxis:
+    """Where a line of a rank's output sits on the timeline's x axis: the time since the
+    first line when every span has timestamps, else the line number (in one interleaved
+    file the order of lines is the order of events)."""
+
+    def __init__(self, spans: Sequence[RankSpan]) -> None:
+        self.timed = all(s.first_ts is not None and s.last_ts is not None for s in spans)
+        self.t0 = min(s.first_ts or 0.0 for s in spans) if self.timed else 0.0
+
+    def __call__(self, line: int, ts: float | None) -> float:
+        return (ts - self.t0) if self.timed and ts is not None else float(line)
+
+
 def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] | None) -> str:
     """Per rank, its output from first to last line as a bar coloured by phase, its
     first error marked (the rank that failed first in red, the ones after in orange)
@@ -122,122 +135,125 @@ def timeline(spans: Sequence[RankSpan], *, first_failed: tuple[str, int | None] 
     interleaved file the order of lines is the order of events)."""
     if not spans:
         return ""
-    timed = all(s.first_ts is not None and s.last_ts is not None for s in spans)
-    t0 = min(s.first_ts or 0.0 for s in spans) if timed else 0.0
-
-    def x_of(line: int, ts: float | None) -> float:
-        return (ts - t0) if timed and ts is not None else float(line)
-
+    x_of = _XAxis(spans)
     n = len(spans)
-    many_sources = len({s.source for s in spans}) > 1
     height = min(0.26 * n + 1.3, 14.0)
     with _style():
         fig = _figure(9.5, height)
         ax = fig.add_subplot()
-        from matplotlib.collections import PolyCollection
-
-        bar_h = 0.7 if n <= 64 else 0.95
-        # one collection per phase (and one of row outlines): a 500-rank timeline is a
-        # dozen SVG groups, not thousands of artists, so it draws in a fraction of a second
-        bars: dict[str, list[list[tuple[float, float]]]] = {}
-        outlines: list[list[tuple[float, float]]] = []
-        for row, s in enumerate(spans):
-            start = x_of(s.first_line, s.first_ts)
-            end = x_of(s.last_line, s.last_ts)
-            if end <= start:
-                end = start + 0.5  # a rank that printed one line is still a visible mark
-            cuts = [("start", start)]
-            cuts += [(phase, max(x_of(line, ts), start)) for phase, line, ts in s.phases]
-            lo, hi = row - bar_h / 2, row + bar_h / 2
-            for i, (phase, begin) in enumerate(cuts):
-                stop = min(cuts[i + 1][1], end) if i + 1 < len(cuts) else end
-                if stop > begin:
-                    bars.setdefault(phase, []).append(_rect(begin, stop, lo, hi))
-            outlines.append(_rect(start, end, lo, hi))
-        for phase, rects in sorted(bars.items(), key=lambda kv: kv[0] != "start"):
-            ax.add_collection(
-                PolyCollection(
-                    rects,
-                    facecolors=PHASE_COLORS.get(phase, START_COLOR),
-                    edgecolors="none",
-                    label=phase,
-                    gid=f"phase-{phase}",
-                )
-            )
-        ax.add_collection(
-            PolyCollection(
-                outlines,
-                facecolors="none",
-                edgecolors="#9a9a9a",
-                linewidths=0.4 if n <= 64 else 0.1,
-                gid="rows",
-            )
-        )
+        _phase_bars(ax, spans, x_of)
         ax.autoscale_view()
-        first_x: list[float] = []
-        first_y: list[int] = []
-        after_x: list[float] = []
-        after_y: list[int] = []
-        for row, s in enumerate(spans):
-            if s.first_error is None or s.first_error.line is None:
-                continue
-            x = x_of(s.first_error.line, s.first_error_ts)
-            if first_failed is not None and (s.source, s.rank) == first_failed:
-                first_x.append(x)
-                first_y.append(row)
-            else:
-                after_x.append(x)
-                after_y.append(row)
-        size = 70 if n <= 64 else 20
-        if first_x:
-            ax.scatter(
-                first_x,
-                first_y,
-                marker="X",
-                s=size * 1.6,
-                color=FAIL_COLOR,
-                zorder=5,
-                label="failed first",
-                gid="marker-first",
-            )
-        if after_x:
-            ax.scatter(
-                after_x,
-                after_y,
-                marker="x",
-                s=size,
-                color=AFTER_COLOR,
-                zorder=5,
-                linewidths=1.6,
-                label="error after",
-                gid="marker-after",
-            )
+        _error_marks(ax, spans, x_of, first_failed)
         if n <= 40:
-            for row, s in enumerate(spans):
-                if s.last_step is not None:
-                    ax.annotate(
-                        f"step {s.last_step}",
-                        (x_of(s.last_line, s.last_ts), row),
-                        xytext=(4, 0),
-                        textcoords="offset points",
-                        va="center",
-                        fontsize=7,
-                        color="#555555",
-                    )
-            ranked = any(s.rank is not None for s in spans)
-            ax.set_yticks(range(n), [_rank_label(s, many_sources, ranked) for s in spans])
-        ax.set_ylim(n - 0.5, -0.5)
-        ax.set_xlabel("seconds since the first line" if timed else "log line")
-        if not timed:
-            from matplotlib.ticker import MaxNLocator
-
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # line numbers are whole
-        ax.set_title(f"Rank timeline ({n} {'stream' if n == 1 else 'streams'})")
-        ax.grid(axis="y", visible=False)
-        ax.margins(x=0.08)
+            _row_labels(ax, spans, x_of)
+        _timeline_axes(ax, n, x_of.timed)
         if ax.get_legend_handles_labels()[0]:
             fig.legend(loc="outside lower center", ncol=6, fontsize=7)
         return _svg(fig)
+
+
+def _phase_bars(ax: Any, spans: Sequence[RankSpan], x_of: _XAxis) -> None:
+    """Each rank's bar, cut by phase: one collection per phase (and one of row outlines),
+    so a 500-rank timeline is a dozen SVG groups, not thousands of artists, and draws in
+    a fraction of a second."""
+    from matplotlib.collections import PolyCollection
+
+    n = len(spans)
+    bar_h = 0.7 if n <= 64 else 0.95
+    bars: dict[str, list[list[tuple[float, float]]]] = {}
+    outlines: list[list[tuple[float, float]]] = []
+    for row, s in enumerate(spans):
+        start = x_of(s.first_line, s.first_ts)
+        end = x_of(s.last_line, s.last_ts)
+        if end <= start:
+            end = start + 0.5  # a rank that printed one line is still a visible mark
+        cuts = [("start", start)]
+        cuts += [(phase, max(x_of(line, ts), start)) for phase, line, ts in s.phases]
+        lo, hi = row - bar_h / 2, row + bar_h / 2
+        for i, (phase, begin) in enumerate(cuts):
+            stop = min(cuts[i + 1][1], end) if i + 1 < len(cuts) else end
+            if stop > begin:
+                bars.setdefault(phase, []).append(_rect(begin, stop, lo, hi))
+        outlines.append(_rect(start, end, lo, hi))
+    for phase, rects in sorted(bars.items(), key=lambda kv: kv[0] != "start"):
+        color = PHASE_COLORS.get(phase, START_COLOR)
+        ax.add_collection(
+            PolyCollection(rects, facecolors=color, edgecolors="none", label=phase, gid=f"phase-{phase}")
+        )
+    width = 0.4 if n <= 64 else 0.1
+    ax.add_collection(
+        PolyCollection(outlines, facecolors="none", edgecolors="#9a9a9a", linewidths=width, gid="rows")
+    )
+
+
+def _error_marks(
+    ax: Any, spans: Sequence[RankSpan], x_of: _XAxis, first_failed: tuple[str, int | None] | None
+) -> None:
+    """Each rank's first error: a red X on the stream that failed first, an orange x on
+    the ones whose errors came after."""
+    first: tuple[list[float], list[int]] = ([], [])
+    after: tuple[list[float], list[int]] = ([], [])
+    for row, s in enumerate(spans):
+        if s.first_error is None or s.first_error.line is None:
+            continue
+        marks = first if first_failed is not None and (s.source, s.rank) == first_failed else after
+        marks[0].append(x_of(s.first_error.line, s.first_error_ts))
+        marks[1].append(row)
+    size = 70 if len(spans) <= 64 else 20
+    if first[0]:
+        ax.scatter(
+            *first,
+            marker="X",
+            s=size * 1.6,
+            color=FAIL_COLOR,
+            zorder=5,
+            label="failed first",
+            gid="marker-first",
+        )
+    if after[0]:
+        ax.scatter(
+            *after,
+            marker="x",
+            s=size,
+            color=AFTER_COLOR,
+            zorder=5,
+            linewidths=1.6,
+            label="error after",
+            gid="marker-after",
+        )
+
+
+def _row_labels(ax: Any, spans: Sequence[RankSpan], x_of: _XAxis) -> None:
+    """For a timeline of few rows: each rank's last step at the end of its bar, and the
+    rows named ("rank 3", "launcher", the file)."""
+    for row, s in enumerate(spans):
+        if s.last_step is not None:
+            ax.annotate(
+                f"step {s.last_step}",
+                (x_of(s.last_line, s.last_ts), row),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=7,
+                color="#555555",
+            )
+    many_sources = len({s.source for s in spans}) > 1
+    ranked = any(s.rank is not None for s in spans)
+    ax.set_yticks(range(len(spans)), [_rank_label(s, many_sources, ranked) for s in spans])
+
+
+def _timeline_axes(ax: Any, n: int, timed: bool) -> None:
+    """Rows top to bottom in report order, the x axis named (time or whole line numbers)
+    and the title."""
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlabel("seconds since the first line" if timed else "log line")
+    if not timed:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # line numbers are whole
+    ax.set_title(f"Rank timeline ({n} {'stream' if n == 1 else 'streams'})")
+    ax.grid(axis="y", visible=False)
+    ax.margins(x=0.08)
 
 
 def curves(series: Sequence[Series], name: str, *, fail_x: float | None, fail_label: str = "") -> str:
@@ -246,15 +262,12 @@ def curves(series: Sequence[Series], name: str, *, fail_x: float | None, fail_la
     drawn = [s for s in series if s.name == name and (s.points or s.nonfinite)]
     if not drawn:
         return ""
-    from matplotlib.transforms import blended_transform_factory
-
     with _style():
         fig = _figure(9.5, 2.8)
         ax = fig.add_subplot()
         for i, s in enumerate(drawn):
             xs = [p[0] for p in s.points]
             ys = [p[1] for p in s.points]
-            label = "log" if s.rank is None else f"rank {s.rank}"
             ax.plot(
                 xs,
                 ys,
@@ -262,51 +275,60 @@ def curves(series: Sequence[Series], name: str, *, fail_x: float | None, fail_la
                 linewidth=1.2,
                 marker="o" if len(xs) <= 12 else None,
                 markersize=3,
-                label=label,
+                label="log" if s.rank is None else f"rank {s.rank}",
                 gid=f"series-{i}",
             )
-        top = blended_transform_factory(ax.transData, ax.transAxes)
-        bad = sorted({x for s in drawn for x in s.nonfinite})
-        if bad:
-            ax.scatter(
-                bad,
-                [0.97] * len(bad),
-                transform=top,
-                marker="v",
-                s=28,
-                color=FAIL_COLOR,
-                zorder=6,
-                clip_on=False,
-                label=f"NaN/inf ({len(bad)})",
-                gid="marker-nonfinite",
-            )
-        if fail_x is not None and drawn[0].x == "step":
-            ax.axvline(
-                fail_x,
-                color=FAIL_COLOR,
-                linestyle="--",
-                linewidth=1.1,
-                gid="marker-failure",
-                label=fail_label or "failure",
-            )
-        positive = [p[1] for s in drawn for p in s.points if p[1] > 0]
-        lows = [p[1] for s in drawn for p in s.points]
-        if (
-            name in ("loss", "grad_norm")
-            and positive
-            and len(positive) == len(lows)
-            and max(positive) / min(positive) > 50
-        ):
-            ax.set_yscale("log")  # a loss that explodes would flatten the rest of the curve
-        total = sum(s.count for s in drawn)
-        ax.set_title(f"{METRIC_TITLES.get(name, name)}  ({total} values)")
-        ax.set_xlabel(drawn[0].x)
-        from matplotlib.ticker import MaxNLocator
-
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+        bad = _failure_marks(ax, drawn, fail_x, fail_label)
+        _curve_axes(ax, drawn, name)
         if len(drawn) > 1 or bad or fail_x is not None:
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return _svg(fig)
+
+
+def _failure_marks(ax: Any, drawn: list[Series], fail_x: float | None, fail_label: str) -> list[float]:
+    """Every non-finite value as a red triangle along the top edge, and the first failure
+    as a dashed line (on a step axis only). Returns the non-finite x values."""
+    from matplotlib.transforms import blended_transform_factory
+
+    top = blended_transform_factory(ax.transData, ax.transAxes)
+    bad = sorted({x for s in drawn for x in s.nonfinite})
+    if bad:
+        ax.scatter(
+            bad,
+            [0.97] * len(bad),
+            transform=top,
+            marker="v",
+            s=28,
+            color=FAIL_COLOR,
+            zorder=6,
+            clip_on=False,
+            label=f"NaN/inf ({len(bad)})",
+            gid="marker-nonfinite",
+        )
+    if fail_x is not None and drawn[0].x == "step":
+        label = fail_label or "failure"
+        ax.axvline(fail_x, color=FAIL_COLOR, linestyle="--", linewidth=1.1, gid="marker-failure", label=label)
+    return bad
+
+
+def _curve_axes(ax: Any, drawn: list[Series], name: str) -> None:
+    """A log scale for a loss or gradient norm that spans over 50x (an explosion would
+    flatten the rest of the curve), the title with the value count, whole-number x."""
+    positive = [p[1] for s in drawn for p in s.points if p[1] > 0]
+    lows = [p[1] for s in drawn for p in s.points]
+    if (
+        name in ("loss", "grad_norm")
+        and positive
+        and len(positive) == len(lows)
+        and max(positive) / min(positive) > 50
+    ):
+        ax.set_yscale("log")
+    total = sum(s.count for s in drawn)
+    ax.set_title(f"{METRIC_TITLES.get(name, name)}  ({total} values)")
+    ax.set_xlabel(drawn[0].x)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
 
 
 def gpus(readings: Sequence[GpuReading]) -> str:

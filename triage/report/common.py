@@ -1,10 +1,12 @@
-"""Small helpers shared by the text views (Markdown, SARIF, JUnit, GitHub): where a
-diagnosis points in the log, how severe it is for a CI system, and the one-line
-description of the log. No formatting of any one view lives here."""
+"""Small helpers shared by every view (console, Markdown, SARIF, JUnit, GitHub, HTML):
+where a diagnosis points in the log, how severe it is for a CI system, the one-line
+description of the log and the verdict, so each is worded once. No formatting of any
+one view lives here."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
 
@@ -110,34 +112,71 @@ def describe_log(r: Report) -> str:
     return "; ".join(bits)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The one verdict every view words the same way, in two parts so a view can style
+    them apart: `head` says what kind of answer it is (a proven cause's title, "Not
+    proven. ", "No known failure signature matched. "), `rest` the details.
+
+    `kind` is "cause" when the top diagnosis is proven (a root cause at likely or
+    confirmed), "clear" when nothing wrong was found and nothing more is said, and
+    "open" otherwise (not proven, an unrecognised error, a log that just stops)."""
+
+    kind: str
+    head: str
+    rest: str = ""
+
+    def __str__(self) -> str:
+        return self.head + self.rest
+
+
 def verdict(r: Report) -> str:
     """One sentence: the top diagnosis and how sure it is, or that nothing matched (and
     then the error the log ends with, recognised or not)."""
-    roots = causes(r)
-    state = stop_state(r)
-    if state is not None and not any(d.confidence > Confidence.POSSIBLE for d in roots):
-        if not roots:
-            return f"No failure is in this log: it {how_it_stops(r)}."
-        named = ", ".join(d.signature for d in roots[:3]) + (", ..." if len(roots) > 3 else "")
-        return (
-            f"No error is in this log: it {how_it_stops(r)}; nothing in it proves a cause. Possible: {named}."
-        )
+    return str(verdict_of(r))
+
+
+def verdict_of(r: Report) -> Verdict:
+    """The verdict of `verdict`, in parts (see `Verdict`)."""
+    stops = _stops_with_nothing_proven(r)
+    if stops is not None:
+        return stops
     top = r.top
     if top is None:
-        if r.end_state.kind == "clean-exit":
-            return "No failure found: the run ended cleanly."
-        if r.last_error is None:
-            return "No known failure signature matched."
-        text = (
-            f"No known failure signature matched. The log ends with "
-            f"{clip(r.last_error.text, 200)} ({where(r.last_error)})"
-        )
-        if r.root_error is not None:
-            text += f", caused by {clip(r.root_error.text, 200)} ({where(r.root_error)})"
-        return text + "."
+        return _nothing_matched(r)
     if top.role != "root-cause" or top.confidence == Confidence.POSSIBLE:
-        return f"Not proven. Most likely: {top.title} ({top.signature}), {top.confidence.label}."
-    return f"{top.title} ({top.signature}, {top.confidence.label})."
+        return Verdict(
+            "open", "Not proven. ", f"Most likely: {top.title} ({top.signature}), {top.confidence.label}."
+        )
+    return Verdict("cause", top.title, f" ({top.signature}, {top.confidence.label}).")
+
+
+def _stops_with_nothing_proven(r: Report) -> Verdict | None:
+    """A log that just stops, with no cause surer than possible: say what is true of it
+    (how the log stops is a state, not a cause), not "most likely"."""
+    roots = causes(r)
+    if stop_state(r) is None or any(d.confidence > Confidence.POSSIBLE for d in roots):
+        return None
+    if not roots:
+        return Verdict("open", "No failure is in this log: ", f"it {how_it_stops(r)}.")
+    named = ", ".join(d.signature for d in roots[:3]) + (", ..." if len(roots) > 3 else "")
+    return Verdict(
+        "open",
+        "No error is in this log: ",
+        f"it {how_it_stops(r)}; nothing in it proves a cause. Possible: {named}.",
+    )
+
+
+def _nothing_matched(r: Report) -> Verdict:
+    """No diagnosis: a clean end, or the error the log ends with (and its cause) quoted."""
+    if r.end_state.kind == "clean-exit":
+        return Verdict("clear", "No failure found: the run ended cleanly.")
+    if r.last_error is None:
+        return Verdict("clear", "No known failure signature matched.")
+    rest = f"The log ends with {clip(r.last_error.text, 200)} ({where(r.last_error)})"
+    if r.root_error is not None:
+        rest += f", caused by {clip(r.root_error.text, 200)} ({where(r.root_error)})"
+    return Verdict("open", "No known failure signature matched. ", rest + ".")
 
 
 def code_span(text: str) -> str:

@@ -1,5 +1,8 @@
 """The console view: a short doctor's note. Verdict first, then the evidence, what it
-explains, what else it could be, the check that tells, and the fix."""
+explains, what else it could be, the check that tells, and the fix.
+
+The verdict and the description of the log are worded by report/common.py, as in every
+other view; only their styling and the short evidence locations are the console's."""
 
 from __future__ import annotations
 
@@ -9,12 +12,15 @@ from rich.console import Console
 from rich.text import Text
 
 from triage.model import Confidence, Diagnosis, Evidence, Report
-from triage.report.common import END_WORDS, causes, plural, stop_state, verdict
+from triage.report.common import causes, clip, describe_log, ranges, stop_state, verdict_of
 
 CONF_STYLE = {Confidence.CONFIRMED: "bold red", Confidence.LIKELY: "bold yellow", Confidence.POSSIBLE: "cyan"}
 
 
 def _where(e: Evidence, single: bool = False) -> str:
+    """Where an evidence line is, short for a terminal: `line N` when the report reads one
+    file (the header names it), else `file.log:N`; then `rank N`. The CI formats write
+    the whole path (common.where), which a terminal line has no room for."""
     if e.source == "snapshot":
         return "snapshot"
     src = e.source or ""
@@ -27,77 +33,34 @@ def _where(e: Evidence, single: bool = False) -> str:
     return loc
 
 
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def _header(r: Report) -> Text:
+    """`triage  FILES  (N lines; ranks ...; how it ends)`: the log described as every
+    view describes it."""
     names = ", ".join(s.path for s in r.sources[:3]) + (" ..." if len(r.sources) > 3 else "")
-    lines = sum(s.lines for s in r.sources)
-    bits = [plural(lines, "line")]
-    if r.ranks:
-        bits.append(f"ranks {_ranges(r.ranks)}")
-    end = END_WORDS.get(r.end_state.kind, r.end_state.kind)
-    if r.end_state.last_phase and r.end_state.kind != "clean-exit":
-        end += f" while {r.end_state.last_phase.replace('-', ' ')}"
-    bits.append(end)
     t = Text()
     t.append("triage  ", style="bold")
     t.append(names, style="bold blue")
-    t.append(f"  ({'; '.join(bits)})")
+    t.append(f"  ({describe_log(r)})")
     return t
 
 
-def _ranges(ranks: tuple[int, ...]) -> str:
-    out: list[str] = []
-    start = prev = ranks[0]
-    for r in (*ranks[1:], None):
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if r is not None:
-            start = prev = r
-    return ",".join(out)
-
-
 def _verdict(r: Report) -> Text:
+    """The verdict in the words of every other view (common.verdict_of), styled: a proven
+    cause's title in its confidence's colour with its summary under it, nothing found in
+    green, otherwise the kind of answer ("Not proven. ") in bold."""
+    v = verdict_of(r)
     top = r.top
     t = Text()
-    if stop_state(r) is not None and top is not None and top.confidence == Confidence.POSSIBLE:
-        # how the log stops is a state, not a cause: say what is true, not "most likely"
-        head, _, rest = verdict(r).partition(": ")
-        t.append(head + ": ", style="bold")
-        t.append(rest)
-        return t
-    if top is None:
-        if r.end_state.kind == "clean-exit":
-            t.append("No failure found: the run ended cleanly.", style="green")
-        elif r.last_error is not None:
-            t.append("No known failure signature matched. ", style="bold")
-            t.append(
-                f"The log ends with {_clip(r.last_error.text, 200)} "
-                f"({_where(r.last_error, len(r.sources) == 1)})"
-            )
-            if r.root_error is not None:
-                t.append(
-                    f", caused by {_clip(r.root_error.text, 200)} "
-                    f"({_where(r.root_error, len(r.sources) == 1)})"
-                )
-            t.append(".")
-        else:
-            t.append("No known failure signature matched.", style="green")
-        return t
-    if top.role != "root-cause" or top.confidence == Confidence.POSSIBLE:
-        t.append("Not proven. ", style="bold")
-        t.append(f"Most likely: {top.title} ({top.signature}), {top.confidence.label}.")
-        return t
-    if top.confidence == Confidence.LIKELY:
-        t.append("Likely: ", style="bold")
-    t.append(f"{top.title}", style=CONF_STYLE[top.confidence])
-    t.append(f"  ({top.signature}, {top.confidence.label})")
-    if top.summary:
-        t.append("\n" + top.summary)
+    if v.kind == "cause" and top is not None:
+        t.append(v.head, style=CONF_STYLE[top.confidence])
+        t.append(v.rest)
+        if top.summary:
+            t.append("\n" + top.summary)
+    elif v.kind == "clear":
+        t.append(str(v), style="green")
+    else:
+        t.append(v.head, style="bold")
+        t.append(v.rest)
     return t
 
 
@@ -121,8 +84,8 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
         if e is not None:
             line = Text("    > ", style="bold")
             line.append(_where(e, single), style="blue")
-            more = f"  (+{n - 1} more" + (f", on ranks {_ranges(tuple(ranks))})" if ranks else ")")
-            line.append("  " + _clip(e.text, 160) + (more if n > 1 else ""))
+            more = f"  (+{n - 1} more" + (f", on ranks {ranges(ranks)})" if ranks else ")")
+            line.append("  " + clip(e.text, 160) + (more if n > 1 else ""))
             out.append(line)
         return out
     shown = d.evidence if verbose else d.evidence[:3]
@@ -132,7 +95,7 @@ def _diagnosis(i: int, d: Diagnosis, r: Report, verbose: bool) -> list[Text]:
                 out.append(Text(f"      {c.strip()[:160]}", style="dim"))
         line = Text("    > ", style="bold")
         line.append(_where(e, single), style="blue")
-        line.append("  " + _clip(e.text, 400 if verbose else 240))
+        line.append("  " + clip(e.text, 400 if verbose else 240))
         out.append(line)
     for e in d.counter_evidence:
         out.append(Text(f"    against: {e.text}", style="yellow"))
@@ -182,6 +145,8 @@ def render(
     color: bool | None = None,
     verbose: bool = False,
 ) -> None:
+    """Write the note for `r` to `file` (stdout by default): `color` None means colour
+    when `file` is a terminal; `verbose` shows every evidence line, check, fix and doc."""
     console = Console(
         file=file,
         width=width,
@@ -194,8 +159,29 @@ def render(
     console.print()
     console.print(_verdict(r))
     roots = causes(r)
-    cons = [d for d in r.diagnoses if d.role == "consequence"]
     state = stop_state(r)
+    _diagnoses(console, r, roots, state, verbose)
+    if r.ruled_out:
+        console.print()
+        console.print(Text("Ruled out", style="bold underline"))
+        for x in r.ruled_out:
+            console.print(Text(f"  {x.signature}: {x.because}"))
+    if len(roots) > 1:
+        console.print()
+        console.print(Text("To tell them apart, run first:", style="bold"))
+        for d in roots[:4]:
+            if d.checks:
+                _print(console, Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
+    if state is not None:
+        _state(console, state, verbose)
+    _footer(console, r, verbose)
+
+
+def _diagnoses(
+    console: Console, r: Report, roots: list[Diagnosis], state: Diagnosis | None, verbose: bool
+) -> None:
+    """The causes, best first, then the consequences they explain, numbered on."""
+    cons = [d for d in r.diagnoses if d.role == "consequence"]
     if roots:
         console.print()
         single = len(roots) == 1 and state is None
@@ -210,19 +196,10 @@ def render(
         for i, d in enumerate(cons, len(roots) + 1):
             for t in _diagnosis(i, d, r, verbose):
                 _print(console, t)
-    if r.ruled_out:
-        console.print()
-        console.print(Text("Ruled out", style="bold underline"))
-        for x in r.ruled_out:
-            console.print(Text(f"  {x.signature}: {x.because}"))
-    if len(roots) > 1:
-        console.print()
-        console.print(Text("To tell them apart, run first:", style="bold"))
-        for d in roots[:4]:
-            if d.checks:
-                _print(console, Text(f"  {d.checks[0]}   ") + Text(f"({d.signature})", style="dim"))
-    if state is not None:
-        _state(console, state, verbose)
+
+
+def _footer(console: Console, r: Report, verbose: bool) -> None:
+    """The environment the snapshot read (verbose only), then the engine's notes."""
     if r.evidence_summary and verbose:
         console.print()
         console.print(Text("Environment (snapshot)", style="bold underline"))

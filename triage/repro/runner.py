@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from triage.errors import TriageError
-from triage.repro import scenarios
+from triage.fixtures.write import next_fixture_dir, write_fixture
+from triage.repro.scenarios import HERE as SCENARIOS_DIR
+from triage.repro.scenarios import by_name
 from triage.repro.spec import Context, Run, Scenario
 
 POLL_S = 0.02  # watchdog period: at most a few MiB of overshoot at CPU allocation speed
@@ -72,7 +74,7 @@ class Outcome:
 
 def get(name: str) -> Scenario:
     """The scenario called `name`; a TriageError (exit 2) naming the known ones otherwise."""
-    known = scenarios.by_name()
+    known = by_name()
     if name not in known:
         raise TriageError(f"unknown scenario {name!r}", hint=f"known: {', '.join(known)}")
     return known[name]
@@ -232,47 +234,17 @@ def _run_command(
     rss_limit_mib: float | None,
     fsize: int | None,
 ) -> Run:
+    """run_command's body: start, copy the output, supervise, collect the Run."""
     t0 = time.monotonic()
-    killed_by: str | None = None
-    watched = rss_limit_mib is not None
-    peak = 0.0
     with open(log_path, "wb") as sink:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_preexec(fsize),
-            )
-        except OSError as e:
-            raise TriageError(f"cannot start {argv[0]}: {e.strerror}") from None
-        assert proc.stdout is not None
-        pump = threading.Thread(target=_pump, args=(proc.stdout, sink), daemon=True)
-        pump.start()
-        try:
-            while proc.poll() is None:
-                if time.monotonic() - t0 > timeout_s:
-                    killed_by = "timeout"
-                    _kill_group(proc)
-                    break
-                if rss_limit_mib is not None:
-                    rss, biggest = tree_rss(proc.pid)
-                    peak = max(peak, rss)
-                    if rss > rss_limit_mib:
-                        killed_by = "memory-watchdog"
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(biggest, signal.SIGKILL)
-                        rss_limit_mib = None  # one kill, as the OOM killer; then let it end
-                time.sleep(POLL_S)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                proc.wait()
+        proc = _start(argv, cwd, env, fsize)
+        pump: threading.Thread | None = None
+        try:  # from here on, whatever ends this process (SIGTERM too) ends the child first
+            assert proc.stdout is not None
+            copier = threading.Thread(target=_pump, args=(proc.stdout, sink), daemon=True)
+            copier.start()
+            pump = copier  # joined below only once started
+            killed_by, peak = _supervise(proc, t0, timeout_s, rss_limit_mib)
         except BaseException:
             _kill_group(proc)
             proc.wait()
@@ -280,7 +252,8 @@ def _run_command(
         finally:
             # Anything left in the group (a killed parent's workers) goes too.
             _kill_group(proc)
-            pump.join(timeout=10)
+            if pump is not None:
+                pump.join(timeout=10)
     data = log_path.read_bytes()
     return Run(
         exit_status=proc.returncode,
@@ -288,8 +261,54 @@ def _run_command(
         seconds=time.monotonic() - t0,
         workdir=cwd,
         killed_by=killed_by,
-        peak_rss_mib=round(peak, 1) if watched else None,
+        peak_rss_mib=round(peak, 1) if rss_limit_mib is not None else None,
     )
+
+
+def _start(argv: list[str], cwd: Path, env: dict[str, str], fsize: int | None) -> subprocess.Popen[bytes]:
+    """Start argv in its own session, stdout and stderr merged into one pipe."""
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_preexec(fsize),
+        )
+    except OSError as e:
+        raise TriageError(f"cannot start {argv[0]}: {e.strerror}") from None
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes], t0: float, timeout_s: float, rss_limit_mib: float | None
+) -> tuple[str | None, float]:
+    """Wait for proc, killing its group at the timeout and its largest process when the
+    tree's memory passes the limit (once, as the OOM killer); (killed_by, peak MiB)."""
+    killed_by: str | None = None
+    peak = 0.0
+    while proc.poll() is None:
+        if time.monotonic() - t0 > timeout_s:
+            killed_by = "timeout"
+            _kill_group(proc)
+            break
+        if rss_limit_mib is not None:
+            rss, biggest = tree_rss(proc.pid)
+            peak = max(peak, rss)
+            if rss > rss_limit_mib:
+                killed_by = "memory-watchdog"
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(biggest, signal.SIGKILL)
+                rss_limit_mib = None  # one kill, as the OOM killer; then let it end
+        time.sleep(POLL_S)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
+    return killed_by, peak
 
 
 def _signal_name(status: int | None, shell: bool) -> str | None:
@@ -376,7 +395,7 @@ def run_scenario(
         _run_in(
             sc,
             out,
-            Context(python=py, workdir=workdir, device=device, fix=fix, scenarios_dir=scenarios.HERE),
+            Context(python=py, workdir=workdir, device=device, fix=fix, scenarios_dir=SCENARIOS_DIR),
             timeout_s,
             snapshot,
         )
@@ -396,40 +415,73 @@ def run_scenario(
 
 
 def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None, snapshot: bool) -> None:
+    """Set up, run, triage and judge one scenario in ctx.workdir, filling `out`."""
     env = child_env(sc, ctx)
+    if not _prepare(sc, out, ctx, env):
+        return
+    run = _execute(sc, out, ctx, env, timeout_s)
+    if run is None:
+        return
+    facts = _snapshot_facts(sc, out, ctx) if snapshot else {}
+    if not snapshot:
+        out.snapshot = "not taken (--no-snapshot)"
+
+    from triage.engine import analyze
+
+    report = analyze([str(ctx.workdir / "run.log")], facts=facts)
+    _judge(sc, out, ctx, run, report)
+
+
+def _prepare(sc: Scenario, out: Outcome, ctx: Context, env: dict[str, str]) -> bool:
+    """Record the run's versions and run the setup commands; False when the scenario
+    cannot run here (skipped) or its setup failed (both said in `out`)."""
     # As the run sees them (accelerate is "absent" where the scenario hides it).
     out.versions = versions(sc.snapshot_python(ctx), env)
     why = sc.cannot_reproduce(ctx)
     if why:
         out.skipped = why
         out.ok = True  # an honest "not here", as a GPU scenario on a CPU machine
-        return
+        return False
     for i, argv in enumerate(sc.setup(ctx)):
         setup_log = ctx.workdir / f"setup-{i}.log"
         r = run_command(argv, cwd=ctx.workdir, env=env, log_path=setup_log, timeout_s=SETUP_TIMEOUT_S)
         if not r.ok:
             out.notes.append(f"setup failed (exit {r.exit_status}): {shlex.join(argv)}")
             out.log_tail = r.log.splitlines()[-20:]
-            return
+            return False
+    return True
+
+
+def _shell_job(argv: list[str], workdir: Path) -> list[str]:
+    """argv as a job in a shell script, `bash run.sh`.
+
+    bash reports a job killed by a signal ("run.sh: line 2: PID Killed ...") on its
+    stderr, which is in the log. The interpreter's folder goes first on PATH, as `source
+    venv/bin/activate` does, and the job names it as `python3 ...`, as job scripts do.
+    """
+    py = Path(argv[0])
+    body = [
+        f'export PATH={shlex.quote(str(py.parent))}:"$PATH"',
+        shlex.join([py.name, *argv[1:]]) if py.is_absolute() else shlex.join(argv),
+        "exit $?",
+    ]
+    (workdir / "run.sh").write_text("\n".join(body) + "\n", encoding="utf-8")
+    return ["bash", "run.sh"]
+
+
+def _execute(
+    sc: Scenario, out: Outcome, ctx: Context, env: dict[str, str], timeout_s: float | None
+) -> Run | None:
+    """Run the scenario's command under its limits and note how it ended in `out`;
+    None when the memory watchdog it needs is not available (skipped)."""
     argv = sc.command(ctx)
     if sc.shell:
-        # As a job in a shell script: bash reports a job killed by a signal
-        # ("run.sh: line 2: PID Killed ...") on its stderr, which is in the log.
-        # The interpreter's folder goes first on PATH, as `source venv/bin/activate` does,
-        # and the job names it as `python3 ...`, as job scripts usually do.
-        py = Path(argv[0])
-        body = [
-            f'export PATH={shlex.quote(str(py.parent))}:"$PATH"',
-            shlex.join([py.name, *argv[1:]]) if py.is_absolute() else shlex.join(argv),
-            "exit $?",
-        ]
-        (ctx.workdir / "run.sh").write_text("\n".join(body) + "\n", encoding="utf-8")
-        argv = ["bash", "run.sh"]
+        argv = _shell_job(argv, ctx.workdir)
     rss = sc.rss_limit_mib(ctx) if sc.rss_limit_mib else None
     if rss is not None and not memory_watch_supported():
         out.skipped = "the memory watchdog needs Linux /proc"
         out.ok = True
-        return
+        return None
     run = run_command(
         argv,
         cwd=ctx.workdir,
@@ -448,23 +500,26 @@ def _run_in(sc: Scenario, out: Outcome, ctx: Context, timeout_s: float | None, s
     if run.killed_by == "timeout":
         out.notes.append(f"the run passed its {timeout_s or sc.timeout_s:g}s limit and was killed")
     out.reproduced = sc.reproduced(run) and run.killed_by != "timeout"
+    return run
 
-    facts: dict[str, Any] = {}
-    if snapshot:
-        snap, out.snapshot = take_snapshot(sc.snapshot_python(ctx), ctx.workdir / "evidence.json")
-        if snap is not None:
-            try:
-                from triage.evidence import facts_from_snapshot
 
-                facts = facts_from_snapshot(snap)
-            except Exception as e:  # a snapshot we cannot read: the log alone
-                out.snapshot = f"unreadable ({type(e).__name__})"
-    else:
-        out.snapshot = "not taken (--no-snapshot)"
+def _snapshot_facts(sc: Scenario, out: Outcome, ctx: Context) -> dict[str, Any]:
+    """Facts of an evidence snapshot of the run's interpreter ({} when none is readable);
+    what became of the snapshot goes in out.snapshot."""
+    snap, out.snapshot = take_snapshot(sc.snapshot_python(ctx), ctx.workdir / "evidence.json")
+    if snap is None:
+        return {}
+    try:
+        from triage.evidence import facts_from_snapshot
 
-    from triage.engine import analyze
+        return facts_from_snapshot(snap)
+    except Exception as e:  # a snapshot we cannot read: the log alone
+        out.snapshot = f"unreadable ({type(e).__name__})"
+        return {}
 
-    report = analyze([str(ctx.workdir / "run.log")], facts=facts)
+
+def _judge(sc: Scenario, out: Outcome, ctx: Context, run: Run, report: Any) -> None:
+    """What triage diagnosed, and whether that is the expected outcome."""
     out.report = report
     out.diagnosed = [d.signature for d in report.diagnoses]
     roots = [d.signature for d in report.diagnoses if d.role == "root-cause"]
@@ -504,14 +559,20 @@ def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Pat
     """Write the failing run's log (and snapshot) as `root/<signature>/NNN-repro-<name>/`."""
     if out.fix or not out.ok or not (workdir / "run.log").is_file():
         return None
-    folder = root / sc.expected
-    folder.mkdir(parents=True, exist_ok=True)
-    taken = [int(p.name[:3]) for p in folder.iterdir() if p.name[:3].isdigit()]
-    dest = folder / f"{max(taken, default=0) + 1:03d}-repro-{sc.name}"
-    dest.mkdir()
-    shutil.copyfile(workdir / "run.log", dest / "input.log")
-    if (workdir / "evidence.json").is_file():
-        shutil.copyfile(workdir / "evidence.json", dest / "evidence.json")
+    dest = next_fixture_dir(root / sc.expected, f"repro-{sc.name}")
+    snapshot = workdir / "evidence.json"
+    write_fixture(
+        dest,
+        (workdir / "run.log").read_bytes(),
+        _expected_toml(sc, out),
+        snapshot.read_text(encoding="utf-8") if snapshot.is_file() else None,
+    )
+    return dest
+
+
+def _expected_toml(sc: Scenario, out: Outcome) -> str:
+    """expected.toml of a recorded run: its source, what must not appear, and the
+    first diagnosis as triage made it."""
     v = out.versions
     vers = ", ".join(f"{k} {v[k]}" for k in ("python", "torch", "transformers", "accelerate") if k in v)
     first = out.report.diagnoses[0] if out.report is not None and out.report.diagnoses else None
@@ -528,8 +589,7 @@ def record_fixture(sc: Scenario, out: Outcome, workdir: Path, root: Path) -> Pat
             f"confidence = {_toml_str(first.confidence.label)}",
             f"role = {_toml_str(first.role)}",
         ]
-    (dest / "expected.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return dest
+    return "\n".join(lines) + "\n"
 
 
 def _toml_str(s: str) -> str:

@@ -1,20 +1,21 @@
 """What a repro scenario is, and what its run hands back.
 
-Standard library only: scenario modules are imported by triage to read their metadata,
-and some of them are also run as scripts by the scenario's own interpreter, so nothing
-here (nor in a scenario module's top level) may import torch, transformers or
-dflash_runtime.
+Standard library and triage's core only: scenario modules are imported by triage to
+read their metadata, and some of them are also run as scripts by the scenario's own
+interpreter, so nothing here (nor in a scenario module's top level) may import torch,
+transformers or dflash_runtime.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from triage.structure.progress import step_loss
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,13 @@ class Run:
         return text in self.log
 
     def losses(self) -> list[float]:
-        """The losses of the runtime's step lines (`step N loss X ...`), nan and inf kept."""
+        """The losses of the step lines (`step N loss X ...`), nan and inf kept, read by
+        the structure stage's own step/loss parser (what a report counts)."""
         out = []
-        for m in re.finditer(r"^step \d+ loss (\S+)", self.log, re.M):
-            try:
-                out.append(float(m.group(1)))
-            except ValueError:
-                continue
+        for text in self.log.splitlines():
+            step, loss = step_loss(text)
+            if step is not None and loss is not None:
+                out.append(loss)
         return out
 
     def nonfinite_loss(self) -> bool:

@@ -24,6 +24,7 @@ _HEADER_WORD = re.compile(r"[A-Za-z_/]+")
 _LOSS_COLS = {"loss", "train_loss", "training_loss", "lm_loss", "train/loss", "loss_train"}
 _STEP_COLS = {"step", "steps", "iter", "iteration", "it", "epoch", "global_step", "batch"}
 _SPLIT = re.compile(r"[\s|,]+")
+_DIGIT = re.compile(r"[0-9]")
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|-inf|NaN|Inf|-Inf)$")
 
 # "Attempted loss scale: 2, reducing to 1", "reducing loss scale to 0.5",
@@ -65,16 +66,15 @@ class SeriesReader:
         text = line.text
         if "scale" in text:
             self._scale(line, text)
-        key = (line.source, line.rank)
         stripped = text.strip()
         if not stripped:
             return None
         if not stripped[:1].isdigit():
             # a header names a loss column; checked without lower-casing every line
             if "loss" in stripped or "Loss" in stripped or "LOSS" in stripped:
-                self._header(key, stripped)
+                self._header((line.source, line.rank), stripped)
             return None
-        table = self._tables.get(key)
+        table = self._tables.get((line.source, line.rank))
         if table is None:
             return None
         cells = [c for c in _SPLIT.split(stripped) if c]
@@ -92,6 +92,8 @@ class SeriesReader:
         return value
 
     def _header(self, key: tuple[str, int | None], text: str) -> None:
+        if _DIGIT.search(text) is not None:
+            return  # a digit stays a digit lower-cased: some cell is not a header word
         cells = [c.lower() for c in _SPLIT.split(text) if c]
         if len(cells) < 2 or not all(_HEADER_WORD.fullmatch(c) for c in cells):
             return

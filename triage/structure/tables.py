@@ -7,61 +7,121 @@ from __future__ import annotations
 
 import re
 
-# (phase, regex searched in a line). The last phase seen is the log's phase.
-PHASES: list[tuple[str, re.Pattern[str]]] = [
+# (phase, its markers). A marker is (literals, regex): every match of the regex holds one
+# of the literals (case as written), so a line with none of a phase's literals cannot be
+# in that phase and most lines of a log skip the phase regexes. A phase's regex is its
+# markers' alternation; the last phase seen is the log's phase.
+Marker = tuple[tuple[str, ...], str]
+
+
+def _lit(text: str) -> Marker:
+    """A marker that is a plain literal (no regex metacharacter in it)."""
+    return (text,), text
+
+
+PHASE_MARKERS: list[tuple[str, tuple[Marker, ...]]] = [
     (
         "distributed-init",
-        re.compile(
-            r"init_process_group|Initializing (?:the )?process group|[Rr]endezvous|MASTER_ADDR"
-            r"|NCCL INFO (?:Bootstrap|NET/|cudaDriverVersion|comm 0x)|Added key: store_based_barrier"
+        (
+            _lit("init_process_group"),
+            (("process group",), r"Initializing (?:the )?process group"),
+            (("endezvous",), r"[Rr]endezvous"),
+            _lit("MASTER_ADDR"),
+            (
+                ("NCCL INFO Bootstrap", "NCCL INFO NET/", "NCCL INFO cudaDriverVersion", "NCCL INFO comm 0x"),
+                r"NCCL INFO (?:Bootstrap|NET/|cudaDriverVersion|comm 0x)",
+            ),
+            _lit("Added key: store_based_barrier"),
         ),
     ),
     # a training checkpoint read back (resume, Megatron/DCP load); HF's "Loading checkpoint
     # shards" is model loading
     (
         "checkpoint-loading",
-        re.compile(
-            r"[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint\b(?! shards)"
-            r"|[Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint|\bload_checkpoint\b"
+        (
+            (
+                ("checkpoint",),
+                r"[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint\b(?! shards)",
+            ),
+            (("checkpoint",), r"[Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint"),
+            (("load_checkpoint",), r"\bload_checkpoint\b"),
         ),
     ),
     (
         "model-loading",
-        re.compile(
-            r"Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b|Loading checkpoint shards"
-            r"|Target \d+ on \S+|from_pretrained|Loading weights|Instantiating \w+ model"
-            r"|Loading model|load_state_dict|Building model"
+        (
+            (("Loading ",), r"Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b"),
+            _lit("Loading checkpoint shards"),
+            (("Target ",), r"Target \d+ on \S+"),
+            _lit("from_pretrained"),
+            _lit("Loading weights"),
+            (("Instantiating ",), r"Instantiating \w+ model"),
+            _lit("Loading model"),
+            _lit("load_state_dict"),
+            _lit("Building model"),
         ),
     ),
     (
         "data-loading",
-        re.compile(
-            r"Loading (?:the )?(?:dataset|data)|Tokeniz(?:ing|ation)|Map(?: \(num_proc=\d+\))?:"
-            r"|Generating (?:train|test) split|Building dataset"
+        (
+            (("Loading ",), r"Loading (?:the )?(?:dataset|data)"),
+            (("Tokeniz",), r"Tokeniz(?:ing|ation)"),
+            (("Map",), r"Map(?: \(num_proc=\d+\))?:"),
+            (("Generating ",), r"Generating (?:train|test) split"),
+            _lit("Building dataset"),
         ),
     ),
     (
         "compiling",
-        re.compile(r"Compiling\b|torch\.compile|torch\._dynamo|inductor|triton\.compile|Compile time"),
+        (
+            (("Compiling",), r"Compiling\b"),
+            (("torch.compile",), r"torch\.compile"),
+            (("torch._dynamo",), r"torch\._dynamo"),
+            _lit("inductor"),
+            (("triton.compile",), r"triton\.compile"),
+            _lit("Compile time"),
+        ),
     ),
     (
         "checkpoint-saving",
-        re.compile(
-            r"[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint|Saving model|save_pretrained"
-            r"|Saving state|Writing checkpoint|checkpoint saved|Saved checkpoint"
+        (
+            (("checkpoint",), r"[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint"),
+            _lit("Saving model"),
+            _lit("save_pretrained"),
+            _lit("Saving state"),
+            _lit("Writing checkpoint"),
+            _lit("checkpoint saved"),
+            _lit("Saved checkpoint"),
         ),
     ),
-    ("evaluation", re.compile(r"\*\*\*\*\* Running Evaluation|Evaluating\b|\beval(?:uation)? (?:step|loss)")),
+    (
+        "evaluation",
+        (
+            (("***** Running Evaluation",), r"\*\*\*\*\* Running Evaluation"),
+            (("Evaluating",), r"Evaluating\b"),
+            (("eval",), r"\beval(?:uation)? (?:step|loss)"),
+        ),
+    ),
     (
         "training",
-        re.compile(
-            r"\bstep[ =:]+\d+|\biter(?:ation)?[ =:]+\d+|\{'loss': |\bepoch[ =:]+\d+"
-            r"|\*\*\*\*\* Running training|\d+/\d+ \[(?:\d+:)?\d+:\d+<"
+        (
+            (("step",), r"\bstep[ =:]+\d+"),
+            (("iter",), r"\biter(?:ation)?[ =:]+\d+"),
+            (("{'loss': ",), r"\{'loss': "),
+            (("epoch",), r"\bepoch[ =:]+\d+"),
+            (("***** Running training",), r"\*\*\*\*\* Running training"),
+            (("<",), r"\d+/\d+ \[(?:\d+:)?\d+:\d+<"),
         ),
     ),
 ]
 
-# All phases in one alternation: one search per line; the group name is the phase.
+# (phase, regex searched in a line): each phase's markers in one alternation.
+PHASES: list[tuple[str, re.Pattern[str]]] = [
+    (name, re.compile("|".join(rx for _lits, rx in markers))) for name, markers in PHASE_MARKERS
+]
+
+# All phases in one alternation: one search finds the leftmost marker; the group name is
+# the phase (the first in table order where several match there).
 PHASES_ANY = re.compile("|".join(f"(?P<{name.replace('-', '_')}>{rx.pattern})" for name, rx in PHASES))
 
 STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|global_step)[\s=:]+(\d+)", re.IGNORECASE)

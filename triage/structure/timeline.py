@@ -150,6 +150,28 @@ class Timeline:
             sp.error = exc
             sp.error_step = sp.last_step
 
+    def with_errors(self, errors: Iterable[ExceptionInfo]) -> Timeline:
+        """This timeline as if `errors` were read now (the exceptions of tracebacks still
+        open at a report): a shallow view, only the spans they touch are copied, so the
+        timeline itself is left as it is."""
+        view: Timeline | None = None
+        for exc in errors:
+            key = (exc.line.source, exc.line.rank)
+            sp = (view or self).spans.get(key)
+            if sp is None or sp.error is not None:
+                continue
+            if view is None:
+                view = Timeline()
+                view.spans = dict(self.spans)
+                view.series = self.series
+                view._ranks_per_metric = self._ranks_per_metric
+                view._samples = self._samples
+            copy = view.spans[key] = SpanState(sp.first)
+            for name in SpanState.__slots__:
+                setattr(copy, name, getattr(sp, name))
+            copy.error, copy.error_step = exc, sp.last_step
+        return view or self
+
     def finish(self, findings: Iterable[Finding] = ()) -> tuple[list[RankSpan], list[Series]]:
         """The spans in (source, rank) order and the series by metric then rank. A rank
         with no exception takes its first error-level finding (a watchdog's timeout line

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -25,7 +25,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from triage.engine import analyze
+from triage.errors import TriageError
 from triage.ingest.normalize import SourceState, normalize
+from triage.model import Confidence, Diagnosis, RuledOut
 from triage.tui.messages import JumpTo, Polled, WatchEvents
 from triage.tui.widgets import (
     AlertsPanel,
@@ -246,11 +249,11 @@ class WatchApp(App[int]):
                 d = ev.diagnosis
                 where = f" at line {ev.line}" if ev.line else ""
                 alerts.add(
-                    f"diagnosis: {d['signature']} ({d['confidence']}){where}",
-                    "bold red" if d["confidence"] == "confirmed" else "bold yellow",
+                    f"diagnosis: {d.signature} ({d.confidence.label}){where}",
+                    "bold red" if d.confidence is Confidence.CONFIRMED else "bold yellow",
                 )
                 if self.on_diagnosis:
-                    self._hooks.append(run_hook(self.on_diagnosis, d))
+                    self._hooks.append(run_hook(self.on_diagnosis, ev.payload()))
             elif isinstance(ev, Stalled):
                 hang = "; GPUs busy: training-hang?" if ev.gpus_busy else ""
                 alerts.add(
@@ -268,23 +271,23 @@ class WatchApp(App[int]):
                     "bold red" if ev.exit_status or ev.signal else "bold",
                 )
             elif isinstance(ev, Triaged):
-                n = len(ev.report.get("diagnoses", []))
+                n = len(ev.report.diagnoses)
                 alerts.add(f"full triage of the capture: {n} diagnos{'is' if n == 1 else 'es'}", "bold")
                 if ev.snapshot is not None:
                     from triage.watch.gpu import from_snapshot
 
                     self.show_gpus(from_snapshot(ev.snapshot))
 
-    def current_diagnoses(self) -> list[dict[str, Any]]:
+    def current_diagnoses(self) -> list[Diagnosis]:
         """The final triage's diagnoses once the run ended, else the live ones."""
-        if self.session.final_report is not None:
-            return list(self.session.final_report.get("diagnoses", []))
+        if self.session.final is not None:
+            return list(self.session.final.diagnoses)
         return self.session.diagnoses
 
-    def current_ruled_out(self) -> list[dict[str, Any]]:
+    def current_ruled_out(self) -> list[RuledOut]:
         """What the final triage (else the live view) ruled out."""
-        if self.session.final_report is not None:
-            return list(self.session.final_report.get("ruled_out", []))
+        if self.session.final is not None:
+            return list(self.session.final.ruled_out)
         return list(self.session.ruled_out)
 
     def refresh_view(self) -> None:
@@ -376,12 +379,12 @@ class WatchApp(App[int]):
             self.query_one(AlertsPanel).add("no diagnosis yet: no evidence to show", "dim")
             return
         d = diags[min(self.selected, len(diags) - 1)]
-        ev = next((e for e in d.get("evidence", []) if e.get("line")), None)
+        line = next((e.line for e in d.evidence if e.line), None)
         self.refresh_view()
-        if ev is None:
-            self.query_one(AlertsPanel).add(f"{d['signature']}: evidence is not a log line", "dim")
+        if line is None:
+            self.query_one(AlertsPanel).add(f"{d.signature}: evidence is not a log line", "dim")
             return
-        self.post_message(JumpTo(int(ev["line"])))
+        self.post_message(JumpTo(line))
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)
@@ -437,20 +440,16 @@ class WatchApp(App[int]):
     @work(thread=True, group="retriage", exclusive=True)
     def action_retriage(self) -> None:
         """A fresh full triage of the capture so far (the live view is incremental)."""
-        from triage.engine import analyze
-        from triage.errors import TriageError
-        from triage.report.json import report_dict
-
         try:
-            rep = report_dict(analyze([str(self.session.source.capture)], rules=self.session.rules))
+            rep = analyze([str(self.session.source.capture)], rules=self.session.rules)
         except TriageError as e:
             self.call_from_thread(self.query_one(AlertsPanel).add, f"re-triage: {e}", "red")
             return
-        live = [d for d in rep["diagnoses"] if d["evidence"] and d["evidence"][0].get("line")]
-        self.call_from_thread(self._retriaged, live, len(rep["diagnoses"]))
+        live = [d for d in rep.diagnoses if d.evidence and d.evidence[0].line]
+        self.call_from_thread(self._retriaged, live, len(rep.diagnoses))
 
-    def _retriaged(self, diags: list[dict[str, Any]], total: int) -> None:
-        if self.session.final_report is None and diags:
+    def _retriaged(self, diags: list[Diagnosis], total: int) -> None:
+        if self.session.final is None and diags:
             self.session.diagnoses = diags
         self.query_one(AlertsPanel).add(
             f"re-triaged the capture: {total} diagnos{'is' if total == 1 else 'es'}", "bold"

@@ -1,5 +1,6 @@
-"""Small widgets of the watch screen. Each turns plain data (dicts from the JSON view,
-the session's RunState, a GpuSample) into text; none of them reads files or tmux."""
+"""Small widgets of the watch screen. Each turns plain data (the engine's `Diagnosis`
+and `RuledOut`, the session's RunState, a GpuSample) into text; none of them reads
+files or tmux."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from triage.model import Diagnosis, Evidence, RuledOut
 from triage.watch.gpu import GpuSample
 from triage.watch.session import RunState
 
@@ -182,7 +184,7 @@ class LogPane(Static, can_focus=True):
         return None
 
 
-def diagnoses_text(diags: Sequence[dict[str, Any]], selected: int | None = None) -> Text:
+def diagnoses_text(diags: Sequence[Diagnosis], selected: int | None = None) -> Text:
     """One row per diagnosis, root cause first (the report's order), with confidence
     and role; the selected one (shown in the details pane) is marked."""
     t = Text()
@@ -191,22 +193,21 @@ def diagnoses_text(diags: Sequence[dict[str, Any]], selected: int | None = None)
         t.append("(none yet)", style="dim")
         return t
     for i, d in enumerate(diags):
-        conf = str(d.get("confidence", ""))
+        conf = d.confidence.label
         mark = "▶ " if i == selected else "  "
         t.append(f"{mark}{i + 1} ", style="bold")
-        t.append(str(d.get("signature", "")), style="bold")
+        t.append(d.signature, style="bold")
         t.append(f"  {conf}", style=CONF_STYLE.get(conf, ""))
-        role = d.get("role")
-        if role and role != "root-cause":
-            t.append(f"  ({role})", style="dim")
+        if d.role and d.role != "root-cause":
+            t.append(f"  ({d.role})", style="dim")
         t.append("\n")
     t.rstrip()
     return t
 
 
 def details_text(
-    d: dict[str, Any] | None,
-    ruled_out: Iterable[dict[str, Any]] = (),
+    d: Diagnosis | None,
+    ruled_out: Iterable[RuledOut] = (),
     line_text: Callable[[int], str | None] | None = None,
     *,
     index: int = 0,
@@ -221,48 +222,63 @@ def details_text(
         t.append("details\n", style="bold")
         t.append("(no diagnosis yet)", style="dim")
         return t
-    conf = str(d.get("confidence", ""))
-    t.append(f"{index + 1}/{total} ", style="bold")
-    t.append(str(d.get("signature", "")), style="bold")
-    t.append(f"  {conf}", style=CONF_STYLE.get(conf, ""))
-    t.append(f"  {d.get('role', '')}", style="dim")
-    if d.get("explained_by"):
-        t.append(f" of {d['explained_by']}", style="dim")
-    t.append(f"\n{d.get('title', '')}\n")
+    _details_head(t, d, index, total)
     t.append("evidence\n", style="bold underline")
-    for e in d.get("evidence", []):
-        line = e.get("line")
-        context = e.get("context", [])[-2:]
-        if line and not context and line_text is not None:
-            before = line_text(int(line) - 1)
-            if before is not None:
-                t.append(f"  {int(line) - 1:>6}  {before[:160]}\n", style="dim")
-        for c in context:
-            t.append(f"          {str(c)[:160]}\n", style="dim")
-        where = f"{line:>6}" if line else (" fact " if e.get("fact") else "   -  ")
-        t.append(f"> {where}  {str(e.get('text', ''))[:240]}\n")
-    if d.get("explains"):
-        t.append("explains: ", style="bold")
-        t.append(", ".join(d["explains"]) + "\n", style="dim")
-    if d.get("checks"):
-        t.append("checks\n", style="bold underline")
-        for c in d["checks"]:
-            t.append(f"  $ {c}\n", style="green")
-    if d.get("remedies"):
-        t.append("fixes\n", style="bold underline")
-        for r in d["remedies"]:
-            t.append(f"  - {r}\n")
-    if d.get("counter_evidence"):
-        t.append("against\n", style="bold underline")
-        for e in d["counter_evidence"]:
-            t.append(f"  - {str(e.get('text', ''))[:240]}\n", style="yellow")
-    ruled = list(ruled_out)
-    if ruled:
-        t.append("ruled out\n", style="bold underline")
-        for r in ruled:
-            t.append(f"  - {r.get('signature')}: {r.get('because')}\n", style="dim")
+    for e in d.evidence:
+        _evidence_row(t, e, line_text)
+    _details_tail(t, d, tuple(ruled_out))
     t.rstrip()
     return t
+
+
+def _details_head(t: Text, d: Diagnosis, index: int, total: int) -> None:
+    """`2/3 signature  confidence  role of X`, then the title."""
+    conf = d.confidence.label
+    t.append(f"{index + 1}/{total} ", style="bold")
+    t.append(d.signature, style="bold")
+    t.append(f"  {conf}", style=CONF_STYLE.get(conf, ""))
+    t.append(f"  {d.role}", style="dim")
+    if d.explained_by:
+        t.append(f" of {d.explained_by}", style="dim")
+    t.append(f"\n{d.title}\n")
+
+
+def _evidence_row(t: Text, e: Evidence, line_text: Callable[[int], str | None] | None) -> None:
+    """One evidence line, after its context: the frames the report kept, else the
+    capture line just before it when the log pane still has it."""
+    context = e.context[-2:]
+    if e.line and not context and line_text is not None:
+        before = line_text(e.line - 1)
+        if before is not None:
+            t.append(f"  {e.line - 1:>6}  {before[:160]}\n", style="dim")
+    for c in context:
+        t.append(f"          {c[:160]}\n", style="dim")
+    where = f"{e.line:>6}" if e.line else (" fact " if e.fact else "   -  ")
+    t.append(f"> {where}  {e.text[:240]}\n")
+
+
+def _details_tail(t: Text, d: Diagnosis, ruled: tuple[RuledOut, ...]) -> None:
+    """What the diagnosis explains, its checks and fixes, what speaks against it, and
+    what the report ruled out."""
+    if d.explains:
+        t.append("explains: ", style="bold")
+        t.append(", ".join(d.explains) + "\n", style="dim")
+    if d.checks:
+        t.append("checks\n", style="bold underline")
+        for c in d.checks:
+            t.append(f"  $ {c}\n", style="green")
+    if d.remedies:
+        t.append("fixes\n", style="bold underline")
+        for r in d.remedies:
+            t.append(f"  - {r}\n")
+    if d.counter_evidence:
+        t.append("against\n", style="bold underline")
+        for e in d.counter_evidence:
+            t.append(f"  - {e.text[:240]}\n", style="yellow")
+    if ruled:
+        t.append("ruled out\n", style="bold underline")
+        for x in ruled:
+            t.append(f"  - {x.signature}: {x.because}\n", style="dim")
 
 
 class DetailsPanel(Static):

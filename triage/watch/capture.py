@@ -48,6 +48,7 @@ from pathlib import Path
 from triage.errors import TriageError
 
 GATE_TIMEOUT = 5.0  # seconds for the pipe's `cat` to open the gate
+PIPE_DRAIN = 2.0  # seconds at most for the pipe's `cat` to copy what is left at the end
 DEAD_LINE = "Pane is dead"  # tmux writes this into a kept dead pane; it is not output
 
 
@@ -218,35 +219,7 @@ class TmuxPane:
             f"exec cat {shlex.quote(str(gate))} - >> {shlex.quote(str(self.capture))}"
         )
         try:
-            out = self.tmux.run(
-                "display-message",
-                "-p",
-                "-t",
-                self.pane_id,
-                _INFO,
-                ";",
-                "capture-pane",
-                "-p",
-                "-t",
-                self.pane_id,
-                ";",
-                "capture-pane",
-                "-p",
-                "-J",
-                "-S",
-                "-",
-                "-E",
-                "-",
-                "-t",
-                self.pane_id,
-                ";",
-                "pipe-pane",
-                "-o",
-                "-t",
-                self.pane_id,
-                cmd,
-                check=False,
-            )
+            out = self.tmux.run(*self._attach_commands(cmd), check=False)
             rows = out.split("\n")
             info = rows[0].split("\t")
             if len(info) != 12:
@@ -270,6 +243,18 @@ class TmuxPane:
             return joined, partial, int(info[7]), int(info[8]), False
         finally:
             shutil.rmtree(gate_dir, ignore_errors=True)
+
+    def _attach_commands(self, pipe_cmd: str) -> tuple[str, ...]:
+        """One tmux command list, run by the server without reading pane output in
+        between: where the cursor is, the visible screen, the whole joined scrollback,
+        then the pipe of every later byte into the capture file."""
+        pane = self.pane_id
+        return (
+            *("display-message", "-p", "-t", pane, _INFO, ";"),
+            *("capture-pane", "-p", "-t", pane, ";"),
+            *("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane, ";"),
+            *("pipe-pane", "-o", "-t", pane, pipe_cmd),
+        )
 
     def _feed_gate(self, gate: Path, lines: list[str], partial: bool) -> None:
         text = "\n".join(lines)
@@ -374,17 +359,34 @@ class TmuxPane:
             self._kill_pipe()  # a dead (kept) pane: tmux refuses to touch its pipe
 
     def _kill_pipe(self) -> None:
+        """Stop our `cat` once it has copied what the pipe still holds. A killed pane's
+        end of the pipe is closed, so cat copies the rest and exits by itself; a kept
+        dead pane holds it open, so cat is stopped once it waits on an empty pipe. A
+        SIGTERM before that would drop bytes tmux had handed over (cat runs late on a
+        loaded machine)."""
         pid = self._pipe_pid
-        if pid is None:
+        if pid is None or not self._is_our_cat(pid):
             return
-        try:
-            # only if that pid is still our cat (its command line names our gate)
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return
-        if self._pipe_mark.encode() in cmdline:
+        deadline = time.monotonic() + PIPE_DRAIN
+        idle = 0
+        while time.monotonic() < deadline and idle < 2:
+            st = _proc_stat(pid)
+            if st is None or st[0] == "Z" or not self._is_our_cat(pid):
+                return  # it copied everything and exited
+            idle = idle + 1 if _waiting_for_input(pid) else 0
+            time.sleep(0.02)
+        if self._is_our_cat(pid):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+
+    def _is_our_cat(self, pid: int) -> bool:
+        """Is `pid` still our pipe's cat (its command line names our gate), not a
+        process that got the pid after it?"""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return bool(self._pipe_mark) and self._pipe_mark.encode() in cmdline
 
     def close(self, *, dead: bool | None = None, exit_status: int | None = None) -> None:
         """Stop the pipe, give the pane its remain-on-exit back, and close a dead pane
@@ -424,6 +426,17 @@ def _proc_stat(pid: int) -> tuple[str, str, int | None] | None:
         return None
     code = int(fields[49]) if len(fields) >= 50 and fields[49].isdigit() else None
     return fields[0], fields[19], code
+
+
+def _waiting_for_input(pid: int) -> bool:
+    """Is the process asleep in a read of an empty pipe or socket? (/proc/PID/wchan:
+    the kernel function it sleeps in.) Where the kernel does not tell, say no: the
+    caller then waits its full time, which is safe."""
+    try:
+        where = Path(f"/proc/{pid}/wchan").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return "read" in where or where in ("pipe_wait", "pipe_read", "unix_stream_data_wait")
 
 
 def proc_start_time(pid: int) -> str | None:

@@ -1,7 +1,9 @@
 """What a watch reports, as small dataclasses; `to_dict()` is the `--no-tui` JSON line.
 
-The headless mode prints one JSON object per event; the TUI turns the same events
-into panels and alerts.
+The events carry the engine's model objects (`Diagnosis`, `Report`): the TUI and the
+session read typed fields, and the JSON schema (triage.report.json) is applied only
+here, at the edge where a JSON line or a hook's stdin is written. The headless mode
+prints one JSON object per event; the TUI turns the same events into panels and alerts.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from triage.model import Diagnosis, Report
+from triage.report.json import diagnosis_dict, report_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,16 +43,21 @@ class Attached:
 
 @dataclass(frozen=True, slots=True)
 class DiagnosisFound:
-    """A signature was diagnosed, or its confidence rose. `diagnosis` is the JSON of a
-    report's diagnosis; `final` marks one from the full triage at the end."""
+    """A signature was diagnosed, or its confidence rose. `line` is its first evidence
+    line in the capture; `final` marks one from the full triage at the end."""
 
-    diagnosis: dict[str, Any]
+    diagnosis: Diagnosis
     line: int | None = None
     final: bool = False
 
     @property
     def signature(self) -> str:
-        return str(self.diagnosis.get("signature", ""))
+        return self.diagnosis.signature
+
+    def payload(self) -> dict[str, Any]:
+        """The diagnosis as the JSON report writes it: what an `--on-diagnosis` hook
+        reads on its stdin."""
+        return diagnosis_dict(self.diagnosis)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,7 +65,7 @@ class DiagnosisFound:
             "signature": self.signature,
             "line": self.line,
             "final": self.final,
-            "diagnosis": self.diagnosis,
+            "diagnosis": self.payload(),
         }
 
 
@@ -126,13 +136,14 @@ class Ended:
 
 @dataclass(frozen=True, slots=True)
 class Triaged:
-    """The full triage of the capture when the run ended (and the snapshot, if any)."""
+    """The full triage of the capture when the run ended (and the snapshot, if any: the
+    evidence layer's JSON, kept as it was collected)."""
 
-    report: dict[str, Any]
+    report: Report
     snapshot: dict[str, Any] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"event": "report", "report": self.report}
+        d: dict[str, Any] = {"event": "report", "report": report_dict(self.report)}
         if self.snapshot is not None:
             d["snapshot"] = self.snapshot
         return d

@@ -3,8 +3,9 @@
 `Follower` survives rotation (the path now names another file: the rest of the old
 one is read first) and truncation (copytruncate: the size drops below what was read,
 so reading restarts at 0). `LineSplitter` turns arbitrary chunks into complete lines
-with C-speed `bytes.split`, keeping an unfinished last line (bounded: a progress bar
-redrawn with \\r for an hour must not grow without limit).
+with the one splitter of `triage.ingest.lines` (C-speed `bytes.split`, the same
+head/tail cap and cut marker as a file read whole), keeping an unfinished last line
+(bounded: a progress bar redrawn with \\r for an hour must not grow without limit).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from triage.ingest.reader import HEAD_KEEP, MAX_LINE, TAIL_KEEP
+from triage.ingest.lines import Splitter, recap
 
 READ_MAX = 8 << 20  # bytes per poll: a burst is read over several polls, memory stays bounded
 
@@ -112,51 +113,32 @@ class Follower:
 
 
 def cap_line(data: bytes) -> bytes:
-    """A huge line keeps its head and tail, with a marker (as triage.ingest does)."""
-    if len(data) <= MAX_LINE:
-        return data
-    cut = len(data) - HEAD_KEEP - TAIL_KEEP
-    return data[:HEAD_KEEP] + b" ...[%d bytes cut]... " % cut + data[-TAIL_KEEP:]
+    """A huge line keeps its head and tail around the cut marker, as `triage.ingest`
+    caps it; a line `LineSplitter` gave out (capped already) is kept as it is."""
+    return recap(data)[0]
 
 
 class LineSplitter:
-    """Chunks in, complete lines out; the unfinished last line waits for its end."""
+    """Chunks in, complete lines out (capped if huge); the unfinished last line waits
+    for its end. A thin face on `triage.ingest.lines.Splitter` for the watcher, which
+    wants the lines as bytes and as one blob."""
 
     def __init__(self) -> None:
-        self.partial = b""
-        self._partial_cut = 0
+        self._sp = Splitter()
+
+    @property
+    def partial(self) -> bytes:
+        """The unfinished last line's bytes kept so far (its head and tail when huge)."""
+        return self._sp.partial
 
     def feed(self, data: bytes) -> tuple[bytes, list[bytes]]:
         """Return (the complete lines as one blob ending in \\n, the lines without \\n)."""
-        if self._partial_cut and b"\n" in data:
-            # the huge line ends here: it keeps its head and tail, with the marker
-            marker = b" ...[%d bytes cut]... " % self._partial_cut
-            self.partial = self.partial[:HEAD_KEEP] + marker + self.partial[HEAD_KEEP:]
-            self._partial_cut = 0
-        buf = self.partial + data if self.partial else data
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            self._set_partial(buf)
+        lines = [raw.data for raw in self._sp.feed(data)]
+        if not lines:
             return b"", []
-        blob = buf[: cut + 1]
-        self._set_partial(buf[cut + 1 :])
-        return blob, blob[:-1].split(b"\n")
-
-    def _set_partial(self, buf: bytes) -> None:
-        if len(buf) > MAX_LINE + 4096:
-            # keep head and tail so the line stays recognisable; the middle is gone
-            self._partial_cut += len(buf) - HEAD_KEEP - TAIL_KEEP
-            buf = buf[:HEAD_KEEP] + buf[-TAIL_KEEP:]
-        self.partial = buf
-        if not buf:
-            self._partial_cut = 0
+        return b"\n".join(lines) + b"\n", lines
 
     def flush(self) -> bytes:
         """The unfinished line (capped), which is now final; the splitter is reset."""
-        data = self.partial
-        if self._partial_cut:
-            marker = b" ...[%d bytes cut]... " % self._partial_cut
-            data = data[:HEAD_KEEP] + marker + data[HEAD_KEEP:]
-        self.partial = b""
-        self._partial_cut = 0
-        return data
+        last = self._sp.finish()
+        return b"" if last is None else last.data

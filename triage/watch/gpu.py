@@ -1,5 +1,7 @@
 """A light GPU sample for the live panel and the stall check: memory and utilization
 per device, from NVML. Never raises: without NVML the answer is N/A with the reason.
+NVML is read by the evidence NVML reader (triage.evidence.sources.nvml), the same
+queries the snapshot's `gpus` section makes, so the panel and the snapshot agree.
 
 The full evidence snapshot (`triage.evidence.take_snapshot`) also probes packages in
 the run's interpreter, too heavy to repeat every few seconds; it is taken once, when
@@ -10,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from triage.evidence.snapshot import UNKNOWN_KEY, is_unknown
+from triage.evidence.sources import nvml
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +44,9 @@ class GpuSample:
 
 
 class GpuSampler:
-    """Reads NVML (nvidia-ml-py, imported lazily) on demand; remembers a failure so a
-    machine without NVML costs one import attempt."""
+    """Reads NVML on demand through the evidence NVML reader
+    (triage.evidence.sources.nvml, the one place NVML is read; pynvml imported lazily
+    there); remembers a failure so a machine without NVML costs one import attempt."""
 
     def __init__(self) -> None:
         self._nvml: Any = None
@@ -49,56 +55,48 @@ class GpuSampler:
     def _init(self) -> Any:
         if self._nvml is not None or self._failed is not None:
             return self._nvml
-        try:
-            import pynvml  # nvidia-ml-py
-
-            pynvml.nvmlInit()
-        except ImportError:
+        nv = nvml.import_nvml()
+        if nv is None:
             self._failed = "NVML not available (pip install nvidia-ml-py)"
             return None
-        except Exception as e:  # NVMLError_*: no driver, no device, no permission
-            self._failed = f"NVML: {type(e).__name__}: {e}"
+        failed = nvml.init(nv)  # no driver, no device, no permission: why, as an unknown
+        if failed is not None:
+            self._failed = failed[UNKNOWN_KEY]
             return None
-        self._nvml = pynvml
-        return pynvml
+        self._nvml = nv
+        return nv
 
     def sample(self) -> GpuSample:
         """Memory used/total (MiB) and utilization (%) of every GPU, or N/A and why."""
         nv = self._init()
         if nv is None:
             return GpuSample(unknown=self._failed or "NVML not available")
-        try:
-            count = nv.nvmlDeviceGetCount()
-        except Exception as e:  # an NVML error is a value, not a crash
-            return GpuSample(unknown=f"NVML: {e}")
-        devices = []
-        for i in range(count):
-            devices.append(_device(nv, i))
-        return GpuSample(tuple(devices))
+        q = nvml.NvmlQuery(nv)
+        count = q("nvmlDeviceGetCount")
+        if not isinstance(count, int):  # an NVML error is a value, not a crash
+            return GpuSample(unknown=f"NVML: {_reason(count)}")
+        return GpuSample(tuple(_gpu(nvml.light(q, i), i) for i in range(count)))
 
 
-def _device(nv: Any, i: int) -> Gpu:
-    name = f"GPU {i}"
-    used = total = util = None
-    try:
-        h = nv.nvmlDeviceGetHandleByIndex(i)
-    except Exception:  # this device is unreadable; show it as N/A
-        return Gpu(i, name, None, None, None)
-    try:
-        n = nv.nvmlDeviceGetName(h)
-        name = n.decode() if isinstance(n, bytes) else str(n)
-    except Exception:  # keep the generic name
-        pass
-    try:
-        mem = nv.nvmlDeviceGetMemoryInfo(h)
-        used, total = int(mem.used) >> 20, int(mem.total) >> 20
-    except Exception:  # N/A for this field only
-        used = total = None
-    try:
-        util = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
-    except Exception:  # N/A for this field only
-        util = None
-    return Gpu(i, name, used, total, util)
+def _reason(v: Any) -> str:
+    return str(v[UNKNOWN_KEY]) if is_unknown(v) else str(v)
+
+
+def _gpu(d: dict[str, Any], i: int) -> Gpu:
+    """A device reading as the panel's Gpu: an unknown field is N/A (None)."""
+    name = d.get("name")
+    return Gpu(
+        i,
+        str(name) if isinstance(name, str) and name else f"GPU {i}",
+        _num(d, "memory_used_mib"),
+        _num(d, "memory_total_mib"),
+        _num(d, "utilization_pct"),
+    )
+
+
+def _num(d: dict[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def from_snapshot(snap: dict[str, Any]) -> GpuSample:
@@ -107,25 +105,20 @@ def from_snapshot(snap: dict[str, Any]) -> GpuSample:
     g = snap.get("gpus")
     if not isinstance(g, dict):
         return GpuSample(unknown="no GPU section in the snapshot")
-    if "unknown" in g and "devices" not in g:
-        return GpuSample(unknown=str(g["unknown"]))
+    if UNKNOWN_KEY in g and "devices" not in g:
+        return GpuSample(unknown=str(g[UNKNOWN_KEY]))
     out: list[Gpu] = []
     for d in g.get("devices") or []:
         if not isinstance(d, dict):
             continue
-
-        def num(key: str, d: dict[str, Any] = d) -> int | None:
-            v = d.get(key)
-            return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-        idx = num("index")
+        idx = _num(d, "index")
         out.append(
             Gpu(
                 len(out) if idx is None else idx,
                 str(d.get("name", f"GPU {len(out)}")),
-                num("memory_used_mib"),
-                num("memory_total_mib"),
-                num("utilization_pct"),
+                _num(d, "memory_used_mib"),
+                _num(d, "memory_total_mib"),
+                _num(d, "utilization_pct"),
             )
         )
     return GpuSample(tuple(out))

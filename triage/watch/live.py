@@ -6,8 +6,10 @@ fire a rule, so the live layer first scans each chunk for *triggers* with `bytes
 (C speed): the rules' literals (anything a line clause or an exception clause needs)
 and the structure stage's markers (tracebacks, C++ traces, torchrun reports). Only the
 lines around a trigger (a few before, a window after, so a traceback's frames and a
-torchrun report's fields come along) are fed to one persistent `Analysis`. A report
-is taken from a deep copy, because `Analysis.report` finishes (mutates) its state.
+torchrun report's fields come along) are fed to one persistent `Analysis`; the other
+lines only to its progress reader (phase, steps, metrics: what the screen shows), so
+the screen and the report read one state. `Analysis.report` is pure: a report is
+taken from the live analysis itself.
 
 Diagnoses inferred only from how the log ends (cut off, no terminal event) are left
 out while the run is alive: a live log always "ends" in the middle. The full triage of
@@ -16,7 +18,6 @@ the capture when the run ends has the last word.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import deque
 from collections.abc import Iterable
@@ -25,34 +26,19 @@ from typing import Any
 
 from triage.engine import Analysis
 from triage.engine.rules import REGEX_TIMEOUT, Rule
-from triage.ingest.normalize import SourceState, normalize, strip_ansi
-from triage.model import Diagnosis, Line, Report, SourceInfo
-from triage.structure import tables as T
-from triage.watch.follow import cap_line
+from triage.ingest.lines import LineFeed
+from triage.ingest.normalize import strip_ansi
+from triage.model import Diagnosis, Line, Report
+from triage.structure import Progress
+from triage.structure.tables import STRUCTURE_LITERALS
 
 BEFORE = 30  # lines before a hit: traceback frames above an exception line (as ingest.scan)
 AFTER = 60  # lines after: a traceback's frames and message, a torchrun report's fields
+PROGRESS_ALL = 256  # a chunk of at most this many lines is read whole for progress...
+PROGRESS_TAIL = 64  # ...of a bigger one (a busy run), its windows and its last lines
 
-# What the structure stage needs to see to build exceptions and events (the core's
-# table when it has one).
-_STRUCT: tuple[str, ...]
-try:
-    from triage.structure.tables import STRUCTURE_LITERALS as _STRUCT
-except ImportError:  # an older core
-    _STRUCT = (
-        "Traceback (most recent call last)",
-        "Error",
-        "Exception",
-        "Interrupt",
-        "exitcode",
-        "Root Cause (first observed",
-        "terminate called",
-        "what():",
-        "During handling of the above",
-        "direct cause of the following",
-        "Killed",
-    )
-STRUCTURE_MARKERS: tuple[str, ...] = tuple(_STRUCT)
+# What the structure stage needs to see to build exceptions and events.
+STRUCTURE_MARKERS: tuple[str, ...] = tuple(STRUCTURE_LITERALS)
 
 Target = Any  # a line Clause, or (rule id, Unless) for a log-scope `unless`
 
@@ -235,41 +221,59 @@ class LiveTriage:
         self.analysis = Analysis(rules, self.facts)
         pre = self.analysis.matcher.prefilter
         self.scanner = TriggerScanner(pre.literals, pre.icase)
-        self.state = SourceState()
+        self.feed_lines = LineFeed(source, wait=False)  # bytes -> Lines, as files are read
         self.lines = 0  # physical lines seen (complete ones)
         self.fed_upto = 0  # the last lineno fed to the analysis
         self.window_end = 0  # feed every line up to here
-        self.seq = 0
         self.fed = 0  # lines fed to the analysis (for the bench)
         self.dirty = False
         self.matched: deque[int] = deque(maxlen=4096)  # linenos that produced findings
-        self._prev: deque[tuple[int, bytes]] = deque(maxlen=before)
+        self._prev: deque[tuple[int, list[Line]]] = deque(maxlen=before)
         self._findings_seen = 0
 
     # -- feeding ------------------------------------------------------------------
     def feed(self, blob: bytes, lines: list[bytes]) -> None:
         """`lines` are the next complete lines (without \\n); `blob` is them joined,
-        each followed by \\n, as LineSplitter returns them."""
+        each followed by \\n, as LineSplitter returns them. Lines around a trigger go
+        to the whole analysis; the others only to its progress reader (all of them in
+        a small chunk, the last ones of a big one), which the screen reads."""
         if not lines:
             return
         base = self.lines  # lineno of lines[i] is base + i + 1
-        hits = self.scanner.lines(blob, lines)
         n = len(lines)
-        # a window opened in an earlier chunk continues here
+        full = self._windows(self.scanner.lines(blob, lines), base, n)
+        tail_from = 0 if n <= PROGRESS_ALL else n - max(PROGRESS_TAIL, self.before)
+        keep_from = n - self.before
+        for i in range(n):
+            if i not in full and i < tail_from:
+                continue
+            lineno = base + i + 1
+            parts = self._lines_of(lineno, lines[i])
+            if i in full:
+                self._feed_full(lineno, parts)
+            else:
+                for line in parts:
+                    self.analysis.feed_progress(line)
+            if i >= keep_from:
+                self._prev.append((lineno, parts))
+        self.lines = base + n
+
+    def _windows(self, hits: list[int], base: int, n: int) -> set[int]:
+        """The indexes of the chunk's lines the whole analysis must read: a window open
+        from an earlier chunk, and one around each hit. Context lines of the previous
+        chunk that a hit needs are fed here (their progress was read already)."""
+        full: set[int] = set()
         if self.window_end > base:
-            self._feed_range(lines, base, 0, min(n, self.window_end - base))
+            full.update(range(min(n, self.window_end - base)))
         for h in hits:
             lineno = base + h + 1
             if h < self.before:  # context from the previous chunk
-                for ln, raw in self._prev:
+                for ln, parts in self._prev:
                     if ln >= lineno - self.before and ln > self.fed_upto:
-                        self._feed_one(ln, raw)
-            start = max(0, h - self.before)
+                        self._feed_full(ln, parts, progress=False)
             self.window_end = max(self.window_end, lineno + self.after)
-            self._feed_range(lines, base, start, min(n, self.window_end - base))
-        self.lines = base + n
-        for i in range(max(0, n - self.before), n):
-            self._prev.append((base + i + 1, lines[i]))
+            full.update(range(max(0, h - self.before), min(n, self.window_end - base)))
+        return full
 
     def feed_final(self, data: bytes) -> None:
         """The unfinished last line once the run is over: always fed (it is how the log
@@ -277,21 +281,22 @@ class LiveTriage:
         if not data:
             return
         self.lines += 1
-        self._feed_one(self.lines, data)
+        self._feed_full(self.lines, self.feed_lines.finish(data))
 
-    def _feed_range(self, lines: list[bytes], base: int, start: int, stop: int) -> None:
-        for i in range(max(start, self.fed_upto - base), stop):
-            self._feed_one(base + i + 1, lines[i])
+    def _lines_of(self, lineno: int, raw: bytes) -> list[Line]:
+        """The logical lines of one physical line (read once, in line order)."""
+        return self.feed_lines.line(raw, lineno)
 
-    def _feed_one(self, lineno: int, raw: bytes) -> None:
+    def _feed_full(self, lineno: int, parts: list[Line], progress: bool = True) -> None:
+        """Feed a line's logical lines to the whole analysis; `progress` False when the
+        progress reader has read them already."""
         if lineno <= self.fed_upto:
             return
-        if lineno > self.fed_upto + 1 and self.fed_upto and hasattr(self.analysis, "gap"):
+        if lineno > self.fed_upto + 1 and self.fed_upto:
             self.analysis.gap(self.source)  # skipped lines: no traceback spans the gap
         self.fed_upto = lineno
-        for p in normalize(cap_line(raw), self.state):
-            self.seq += 1
-            self.analysis.feed(Line(self.source, lineno, p.text, p.rank, self.seq, p.ts))
+        for line in parts:
+            self.analysis.feed(line, progress=progress)
         self.fed += 1
         findings = self.analysis.matcher.findings
         if len(findings) > self._findings_seen:
@@ -308,19 +313,15 @@ class LiveTriage:
 
     # -- reporting ----------------------------------------------------------------
     def report(self) -> Report:
-        """A report over what was fed so far, leaving the live state untouched."""
-        a = self.analysis
-        # rules and the prefilter are immutable and large: share them, copy the rest
-        memo: dict[int, Any] = {
-            id(a.rules): a.rules,
-            id(a.matcher.rules): a.matcher.rules,
-            id(a.matcher.prefilter): a.matcher.prefilter,
-        }
-        for r in a.rules:
-            memo[id(r)] = r
-        snap: Analysis = copy.deepcopy(a, memo)
-        src = SourceInfo(self.source, self.lines, tuple(sorted(self.state.seen_ranks)))
-        return snap.report([src])
+        """A report over what was fed so far (`Analysis.report` is pure: the live state
+        is left untouched, no copy needed)."""
+        return self.analysis.report([self.feed_lines.info()], self.feed_lines.notes)
+
+    def progress(self) -> Progress:
+        """Where the run is (phase, step, loss, tok/s, grad norm, step time): read from
+        the same structure state the report is made from, so the screen and the report
+        agree. Cheap: no copy, no reasoning."""
+        return self.analysis.structurer.now()
 
     def diagnoses(self) -> LiveDiagnoses:
         """Diagnoses that lines of the log support (inferences from the end are left
@@ -334,32 +335,3 @@ class LiveTriage:
             if math.isfinite(d.first_seen) or any((e.fact or "").startswith("run.") for e in d.evidence)
         ]
         return LiveDiagnoses(live, rep)
-
-
-def metrics_of(text: str) -> tuple[int | None, float | None, float | None]:
-    """(step, loss, tok/s) read from one line with the structure stage's regexes."""
-    step = loss = toks = None
-    m = T.STEP_RE.search(text)
-    if m:
-        step = int(m.group(1))
-    ml = T.LOSS_RE.search(text) if "oss" in text else None
-    if ml:
-        try:
-            loss = float(ml.group(1))
-        except ValueError:
-            loss = None
-    mt = T.TOKS_RE.search(text) if "/s" in text or "per_s" in text else None
-    if mt:
-        try:
-            toks = float(mt.group(1))
-        except ValueError:
-            toks = None
-    return step, loss, toks
-
-
-def phase_of(text: str) -> str | None:
-    """The phase a line marks (loading models, compiling, step N, ...), if any."""
-    for phase, rx in T.PHASES:
-        if rx.search(text):
-            return phase
-    return None

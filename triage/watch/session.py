@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +24,8 @@ from triage.engine import get_rules
 from triage.engine.rules import Rule
 from triage.errors import TriageError
 from triage.ingest.normalize import SourceState, normalize
-from triage.report.json import diagnosis_dict, report_dict
+from triage.model import Diagnosis, Report, RuledOut
+from triage.report.json import report_dict
 from triage.watch.capture import PaneStatus, TmuxPane
 from triage.watch.events import (
     Attached,
@@ -39,11 +40,11 @@ from triage.watch.events import (
 )
 from triage.watch.follow import Follower, LineSplitter, cap_line
 from triage.watch.gpu import GpuSample, GpuSampler
-from triage.watch.live import LiveTriage, metrics_of, phase_of
+from triage.watch.live import LiveTriage
 
 TAIL = 2000  # raw lines kept for the TUI's log pane
 SERIES = 120  # points per sparkline
-METRIC_SCAN = 32  # lines at the end of each read that are parsed for metrics and phase
+SERIES_SCAN = 32  # lines at the end of each read whose steps become sparkline points
 SETTLE = 0.3  # seconds without new bytes after the pane died before the capture is final
 SETTLE_MAX = 5.0
 SHELL_BACK = 3.0  # seconds the shell must stay in the foreground to mean "run over"
@@ -223,9 +224,10 @@ class WatchSession:
         self.run = RunState(started=clock())
         self.tail: deque[bytes] = deque(maxlen=TAIL)
         self.emitted: dict[str, int] = {}  # signature -> confidence already announced
-        self.diagnoses: list[dict[str, Any]] = []  # the current live view, best first
-        self.ruled_out: list[dict[str, Any]] = []  # what the live view ruled out
-        self.final_report: dict[str, Any] | None = None
+        self.diagnoses: list[Diagnosis] = []  # the current live view, best first
+        self.ruled_out: list[RuledOut] = []  # what the live view ruled out
+        self.final: Report | None = None  # the full triage once the run ended
+        self._final_json: dict[str, Any] | None = None
         # facts -> a History recording the final triage (the CLI sets it; None: no history)
         self.history: Callable[[dict[str, Any]], Any] | None = None
         self.snapshot: dict[str, Any] | None = None
@@ -238,7 +240,6 @@ class WatchSession:
         self._first_command: str | None = None
         self._shell_since: float | None = None
         self._end_reason = "exited"
-        self._metric_state = SourceState()
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> list[Event]:
@@ -322,64 +323,85 @@ class WatchSession:
         return total
 
     def _lines(self, blob: bytes, lines: list[bytes]) -> None:
+        """Feed complete lines (joined in `blob`) to the live triage and the tail. The
+        last SERIES_SCAN go in one by one, so that each step among them is a point of
+        the sparklines; the rest in one call (the live triage's fast path)."""
+        self.tail.extend(lines[-TAIL:])
+        head = len(lines) - SERIES_SCAN
+        new_step = False
+        if head > 0:
+            cut = len(blob) - sum(len(x) + 1 for x in lines[head:])
+            new_step |= self._feed(blob[:cut], lines[:head])
+            blob, lines = blob[cut:], lines[head:]
+        for raw in lines:
+            new_step |= self._feed(raw + b"\n", [raw])
+        if new_step:
+            self._step_seen()
+
+    def _feed(self, blob: bytes, lines: list[bytes]) -> bool:
+        """One feed of the live triage, then the run panel from its progress; True
+        when it brought a new step."""
         self.live.feed(blob, lines)
         self.run.lines = self.live.lines
-        self.tail.extend(lines[-TAIL:])
-        self._metrics(lines[-METRIC_SCAN:])
+        return self._track()
 
-    def _metrics(self, lines: list[bytes]) -> None:
+    def _track(self) -> bool:
+        """The run panel's phase and numbers from the live triage's progress (the
+        reader the report uses, so screen and report agree); a new step number adds a
+        point to the loss and tok/s series. True when the step number changed."""
+        p = self.live.progress()
         r = self.run
-        new_step = False
-        phase = None
-        for raw in lines:
-            texts = [p.text for p in normalize(cap_line(raw), self._metric_state)]
-            for text in texts:
-                phase = phase_of(text) or phase
-                if "step" not in text and "iter" not in text and "oss" not in text:
-                    continue
-                step, loss, toks = metrics_of(text)
-                if step is not None and step != r.step:
-                    new_step = True
-                    r.step = step
-                    if loss is not None:
-                        r.losses.append(loss)
-                    if toks is not None:
-                        r.toks_series.append(toks)
-                if loss is not None:
-                    r.loss = loss
-                if toks is not None:
-                    r.toks = toks
-        if phase:
-            r.phase = phase
-        if new_step:
-            now = self.clock()
-            if r.last_progress is not None:
-                r.intervals.append(now - r.last_progress)
-                r.step_times.append(now - r.last_progress)
-            r.last_progress = now
+        r.phase, r.loss, r.toks = p.phase, p.loss, p.toks
+        if p.step is None or p.step == r.step:
+            return False
+        r.step = p.step
+        if p.loss is not None:
+            r.losses.append(p.loss)
+        if p.toks is not None:
+            r.toks_series.append(p.toks)
+        return True
+
+    def _step_seen(self) -> None:
+        """A read brought a new step: the wall time since the last one is the run's
+        cadence (for stall detection and the step-time sparkline)."""
+        r = self.run
+        now = self.clock()
+        if r.last_progress is not None:
+            r.intervals.append(now - r.last_progress)
+            r.step_times.append(now - r.last_progress)
+        r.last_progress = now
 
     # -- diagnosis ------------------------------------------------------------------
     def _rediagnose(self, now: float) -> list[Event]:
         self._last_report = now
         self._reported_findings = self.live.findings_seen
         view = self.live.diagnoses()
-        self.diagnoses = [diagnosis_dict(d) for d in view.diagnoses]
+        self.diagnoses = list(view.diagnoses)
         if view.report is not None:
-            self.ruled_out = [{"signature": x.signature, "because": x.because} for x in view.report.ruled_out]
+            self.ruled_out = list(view.report.ruled_out)
         return self._announce(self.diagnoses, final=False)
 
-    def _announce(self, diags: list[dict[str, Any]], final: bool) -> list[Event]:
-        from triage.model import Confidence
-
+    def _announce(self, diags: Sequence[Diagnosis], final: bool) -> list[Event]:
+        """A `DiagnosisFound` for each signature that is new or surer than announced."""
         out: list[Event] = []
         for d in diags:
-            conf = int(Confidence.parse(d["confidence"]))
-            if self.emitted.get(d["signature"], 0) >= conf:
+            conf = int(d.confidence)
+            if self.emitted.get(d.signature, 0) >= conf:
                 continue
-            self.emitted[d["signature"]] = conf
-            line = next((e["line"] for e in d["evidence"] if e.get("line")), None)
+            self.emitted[d.signature] = conf
+            line = next((e.line for e in d.evidence if e.line), None)
             out.append(DiagnosisFound(d, line, final))
         return out
+
+    @property
+    def final_report(self) -> dict[str, Any] | None:
+        """The final triage as the JSON report (`final`'s dict form), for callers that
+        write or compare JSON; None until the run ended."""
+        if self.final is None:
+            return None
+        if self._final_json is None:
+            self._final_json = report_dict(self.final)
+        return self._final_json
 
     # -- stalls ---------------------------------------------------------------------
     def stall_threshold(self) -> float | None:
@@ -434,13 +456,14 @@ class WatchSession:
         self.run.lines = self.live.lines
         if final:
             self.tail.append(final)
+            self._track()  # the last line may hold the last step
         facts = self._snapshot()
         self.source.close(st.dead if st.exists else None, st.exit_status)
         facts.update(self.run_facts(st, reason))
         report = self._full_triage(facts)
         if report is not None:
-            self.final_report = report
-            events += self._announce(report["diagnoses"], final=True)
+            self.final = report
+            events += self._announce(report.diagnoses, final=True)
         if self.html_written is not None:
             events.append(Notice(f"HTML report: {self.html_written}"))
         exit_status = st.exit_status
@@ -533,20 +556,23 @@ class WatchSession:
                 time.sleep(0.05)
 
     def _snapshot(self) -> dict[str, Any]:
+        """Take the evidence snapshot (unless --no-snapshot) and read its facts."""
         if not self.take_snapshot:
             return {}
         snap = take_snapshot(getattr(getattr(self.source, "pane", None), "pane_id", None))
         if snap is None:
             return {}
         self.snapshot = snap
-        try:
-            from triage.evidence import facts_from_snapshot
+        # imported here: the evidence layer costs a third of a second to import, which
+        # a watch pays only when its run ends
+        from triage.evidence import facts_from_snapshot
 
+        try:
             return facts_from_snapshot(snap)
-        except (ImportError, AttributeError, TriageError):
+        except TriageError:
             return {}
 
-    def _full_triage(self, facts: dict[str, Any]) -> dict[str, Any] | None:
+    def _full_triage(self, facts: dict[str, Any]) -> Report | None:
         from triage.engine import analyze
 
         if not self.source.capture.exists():
@@ -565,19 +591,19 @@ class WatchSession:
         if history is not None:
             rep = history.finish(rep)
         if self.html is not None:
-            self._write_html(rep)
-        return report_dict(rep)
+            self._write_html(rep, self.html)
+        return rep
 
-    def _write_html(self, rep: Any) -> None:
+    def _write_html(self, rep: Report, path: Path) -> None:
         """The same page as `triage logs --format html`, for the run that just ended."""
         from triage.report import render_to_string
 
         try:
-            self.html.write_text(render_to_string(rep, "html"), encoding="utf-8")  # type: ignore[union-attr]
+            path.write_text(render_to_string(rep, "html"), encoding="utf-8")
         except (OSError, TriageError) as e:
             sys.stderr.write(f"triage: watch: no HTML report: {e}\n")
             return
-        self.html_written = self.html
+        self.html_written = path
 
     # -- views ----------------------------------------------------------------------
     def gpu_sample(self) -> GpuSample:
@@ -586,18 +612,14 @@ class WatchSession:
 
 
 def take_snapshot(tmux_target: str | None) -> dict[str, Any] | None:
-    """The evidence snapshot, when the evidence layer can take one (never raises)."""
+    """The evidence snapshot now; None when the evidence layer says it cannot take one
+    (a TriageError). Imported lazily, as in `WatchSession._snapshot`."""
+    from triage.evidence import take_snapshot as _take
+
     try:
-        from triage.evidence import take_snapshot as _take
-    except (ImportError, AttributeError):
-        return None
-    try:
-        snap = _take(tmux_target=tmux_target)
-    except (ImportError, AttributeError, TypeError):
-        return None  # the collector is not there (yet) in this install
+        return _take(tmux_target=tmux_target)
     except TriageError:
         return None
-    return snap if isinstance(snap, dict) else None
 
 
 def _signum(name: str) -> int:
@@ -646,7 +668,7 @@ def run_headless(
         for ev in events:
             stream.write(to_json(ev) + "\n")
             if on_diagnosis and isinstance(ev, DiagnosisFound):
-                hooks.append(run_hook(on_diagnosis, ev.diagnosis))
+                hooks.append(run_hook(on_diagnosis, ev.payload()))
         if events:
             stream.flush()
 

@@ -7,7 +7,12 @@ A scenario module defines, at its top level and with the standard library only:
     reproduced(run) -> bool         the failure really happened
     optional: setup(ctx) -> [argv], env(ctx) -> {}, TIMEOUT_S, RSS_LIMIT_MIB,
               FSIZE_LIMIT_BYTES, SHELL, snapshot_python(ctx),
-              cannot_reproduce(ctx) -> reason or None (the failure needs other releases)
+              cannot_reproduce(ctx) -> reason or None (the failure needs other releases),
+              ORDER (its place in `triage repro --list`, lowest first; default last)
+
+A new scenario is one module here: every module of this package that defines NAME is a
+scenario (the others, like hide_module.py, are payload helpers), listed by ORDER and
+then by NAME.
 
 Payload code that needs torch or transformers imports them inside functions that only
 run in the scenario's subprocess; triage itself never imports them, nor dflash_runtime.
@@ -16,27 +21,15 @@ run in the scenario's subprocess; triage itself never imports them, nor dflash_r
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from triage.repro.spec import Context, Scenario
 
-# Order of `triage repro --list`: the story's two hypotheses first.
-MODULES = (
-    "fx_tracing_flag_race",
-    "missing_accelerate",
-    "host_oom_killed",
-    "nan_loss",
-    "dataloader_worker_crash",
-    "truncated_unknown",
-    "nccl_timeout",
-    "checkpoint_save_failed",
-    "cuda_oom",
-    "flex_threads_cuda",
-)
-
 HERE = Path(__file__).resolve().parent
+DEFAULT_ORDER = 1000  # a scenario without ORDER is listed after the ordered ones
 
 
 def _limit(value: Any) -> Callable[[Context], Any] | None:
@@ -66,9 +59,19 @@ def load(module_name: str) -> Scenario:
     )
 
 
+def module_names() -> list[str]:
+    """The modules of this package, by name (scenarios and payload helpers alike)."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.ispkg)
+
+
 def all_scenarios() -> list[Scenario]:
-    """Every scenario, in listing order."""
-    return [load(m) for m in MODULES]
+    """Every scenario, in listing order: by ORDER, then by name."""
+    found = []
+    for name in module_names():
+        m = importlib.import_module(f"{__name__}.{name}")
+        if hasattr(m, "NAME"):
+            found.append((getattr(m, "ORDER", DEFAULT_ORDER), m.NAME, name))
+    return [load(name) for _, _, name in sorted(found)]
 
 
 def by_name() -> dict[str, Scenario]:

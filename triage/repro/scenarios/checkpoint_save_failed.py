@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "checkpoint-save-failed"
+ORDER = 80
 EXPECTED = "checkpoint-save-failed"
 DEVICE = "cpu"
 SUMMARY = "dflash_runtime saves a ~330 KiB checkpoint under a 64 KiB file-size limit"

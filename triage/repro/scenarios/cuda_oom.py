@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "cuda-oom"
+ORDER = 90
 EXPECTED = "cuda-oom"
 DEVICE = "cuda"
 SUMMARY = "dflash_runtime, Qwen3-0.6B shapes, batch 1024 on one GPU: CUDA out of memory"

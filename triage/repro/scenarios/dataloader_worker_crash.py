@@ -17,12 +17,14 @@ Run alone: `python dataloader_worker_crash.py WORKDIR [--fix]`.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "dataloader-worker-crash"
+ORDER = 50
 EXPECTED = "dataloader-worker-crash"
 DEVICE = "cpu"
 SUMMARY = "a DataLoader with 2 workers reads JSON-lines shards, one cut mid-record: a worker raises"
@@ -47,16 +49,11 @@ def reproduced(run: Run) -> bool:
     return not run.ok and run.has("in DataLoader worker process")
 
 
-def main(workdir: str, fix: bool) -> int:
-    """Write the shards, then train a tiny model over them with worker processes."""
+def write_shards(data: Path) -> None:
+    """SHARDS JSON-lines shards of RECORDS token records; the last one cut mid-record."""
     import json
     import random
-    from pathlib import Path
 
-    import torch
-    from torch.utils.data import DataLoader, Dataset
-
-    data = Path(workdir) / "data"
     data.mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)
     for s in range(SHARDS):
@@ -67,10 +64,19 @@ def main(workdir: str, fix: bool) -> int:
             text = text[:cut] + "\n"
         (data / f"shard-{s:03d}.jsonl").write_text(text)
 
+
+def shard_dataset(root: Path, validate: bool) -> Any:
+    """A torch Dataset over the shards' records, parsed lazily in the worker (as big
+    corpora are); with `validate`, records that do not parse are dropped up front."""
+    import json
+
+    import torch
+    from torch.utils.data import Dataset
+
     class Shards(Dataset[torch.Tensor]):
         """Records located by (file, line); parsed lazily in the worker, like big corpora."""
 
-        def __init__(self, root: Path, validate: bool) -> None:
+        def __init__(self) -> None:
             self.index: list[tuple[Path, int]] = []
             for f in sorted(root.glob("*.jsonl")):
                 for i, line in enumerate(f.read_text().splitlines()):
@@ -90,9 +96,14 @@ def main(workdir: str, fix: bool) -> int:
             rec = json.loads(f.read_text().splitlines()[i])
             return torch.tensor(rec["input_ids"])
 
-    print("Loading dataset...", flush=True)
-    ds = Shards(data, validate=fix)
-    print(f"{len(ds)} records in {SHARDS} shards", flush=True)
+    return Shards()
+
+
+def train(ds: Any) -> None:
+    """Train a tiny model over `ds` with 2 DataLoader worker processes."""
+    import torch
+    from torch.utils.data import DataLoader
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Embedding(256, 32), torch.nn.Linear(32, 256))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -104,6 +115,16 @@ def main(workdir: str, fix: bool) -> int:
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.4f}", flush=True)
+
+
+def main(workdir: str, fix: bool) -> int:
+    """Write the shards, then train a tiny model over them with worker processes."""
+    data = Path(workdir) / "data"
+    write_shards(data)
+    print("Loading dataset...", flush=True)
+    ds = shard_dataset(data, validate=fix)
+    print(f"{len(ds)} records in {SHARDS} shards", flush=True)
+    train(ds)
     print("Training completed.", flush=True)
     return 0
 

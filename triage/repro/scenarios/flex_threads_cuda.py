@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["cannot_reproduce", "command", "reproduced"]
 
 NAME = "flex-threads-cuda"
+ORDER = 100
 EXPECTED = "fx-tracing-flag-race"
 DEVICE = "cuda"
 SUMMARY = (

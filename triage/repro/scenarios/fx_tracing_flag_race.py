@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "fx-tracing-flag-race"
+ORDER = 10  # `triage repro --list` order: the story's two hypotheses first
 EXPECTED = "fx-tracing-flag-race"
 DEVICE = "cpu"
 SUMMARY = (

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "host-oom-killed"
+ORDER = 30
 EXPECTED = "host-oom-killed"
 DEVICE = "cpu"
 SUMMARY = (

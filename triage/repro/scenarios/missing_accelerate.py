@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "missing-accelerate"
+ORDER = 20
 EXPECTED = "missing-accelerate"
 DEVICE = "cpu"
 SUMMARY = "dflash_runtime loads its target with device_map while accelerate is not importable"

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "nan-loss"
+ORDER = 40
 EXPECTED = "nan-loss"
 DEVICE = "cpu"
 SUMMARY = "dflash_runtime with --lr 1e12: the loss becomes nan within a few steps"

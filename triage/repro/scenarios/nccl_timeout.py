@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "nccl-timeout"
+ORDER = 70
 EXPECTED = "nccl-timeout"
 DEVICE = "cpu"
 SUMMARY = (

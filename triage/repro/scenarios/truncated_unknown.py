@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from triage.repro.spec import Context, Run
 
 NAME = "truncated-unknown"
+ORDER = 60
 EXPECTED = "truncated-unknown"
 DEVICE = "cpu"
 SUMMARY = "a tqdm training loop SIGKILLed mid-line at step 12: no error is ever written"

@@ -2,7 +2,8 @@
 
 Exit 0 when the outcome is the expected one (reproduced and diagnosed; with --fix, not
 reproduced and fixed; or skipped: a GPU scenario without --device cuda), 1 otherwise,
-2 for an unknown scenario or bad usage (one line on stderr).
+2 for an unknown scenario or bad usage (one line on stderr). Running and judging a
+scenario is triage.repro.runner; the scenarios are triage.repro.scenarios.
 """
 
 from __future__ import annotations
@@ -65,25 +66,10 @@ def register(sub: Any) -> None:
 
 def cmd_repro(args: argparse.Namespace) -> int:
     """List the scenarios, or run one and print its outcome."""
-    from triage.repro import runner, scenarios
+    from triage.repro import runner
 
     if args.list:
-        rows = [
-            {
-                "name": s.name,
-                "expected": s.expected,
-                "device": s.device,
-                "summary": s.summary,
-                "failure": s.failure,
-                "fix": s.fix,
-            }
-            for s in scenarios.all_scenarios()
-        ]
-        if args.json or args.format == "json":
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        else:
-            sys.stdout.write(list_table(rows))
-        return ExitCode.OK
+        return _list(args)
     if not args.name:
         raise TriageError("repro: give a scenario NAME, or --list")
     if args.timeout is not None and args.timeout <= 0:
@@ -105,6 +91,28 @@ def cmd_repro(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(console(out))
     return ExitCode.OK if out.ok else ExitCode.FAIL_ON
+
+
+def _list(args: argparse.Namespace) -> int:
+    """`triage repro --list`: the scenarios as a table, or JSON rows."""
+    from triage.repro.scenarios import all_scenarios
+
+    rows = [
+        {
+            "name": s.name,
+            "expected": s.expected,
+            "device": s.device,
+            "summary": s.summary,
+            "failure": s.failure,
+            "fix": s.fix,
+        }
+        for s in all_scenarios()
+    ]
+    if args.json or args.format == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        sys.stdout.write(list_table(rows))
+    return ExitCode.OK
 
 
 def list_table(rows: list[dict[str, Any]]) -> str:

@@ -1,4 +1,6 @@
-"""`triage snapshot [-o FILE] [--python PATH] [--tmux TARGET]`: write an evidence snapshot."""
+"""`triage snapshot [-o FILE] [--python PATH] [--tmux TARGET]`: write an evidence snapshot
+(the collection itself is triage.evidence.collect, a loop over the sources listed in
+triage/evidence/registry.py)."""
 
 from __future__ import annotations
 

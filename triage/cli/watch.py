@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from triage.cli.parser import add_rules_option
 from triage.errors import TriageError
 
 
@@ -44,6 +45,23 @@ def register(sub: Any) -> None:
         metavar="CMD",
         help="run CMD in a shell for each new diagnosis, with its JSON on stdin",
     )
+    _add_timing_options(w)
+    w.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the HTML report here when the run ends (default with --tmux "
+        "and the html extra: beside the capture, as .html)",
+    )
+    w.add_argument("--no-snapshot", action="store_true", help="skip the evidence snapshot when the run ends")
+    add_rules_option(w)
+    from triage.history import add_options as add_history_options
+
+    add_history_options(w)
+    w.set_defaults(func=cmd_watch)
+
+
+def _add_timing_options(w: Any) -> None:
+    """--stall-factor, --min-stall and --poll: when a quiet run is a stall, how often to read."""
     w.add_argument(
         "--stall-factor",
         type=float,
@@ -65,40 +83,18 @@ def register(sub: Any) -> None:
         metavar="S",
         help="seconds between reads of the capture (default 0.2)",
     )
-    w.add_argument(
-        "--html",
-        metavar="FILE",
-        help="write the HTML report here when the run ends (default with --tmux "
-        "and the html extra: beside the capture, as .html)",
-    )
-    w.add_argument("--no-snapshot", action="store_true", help="skip the evidence snapshot when the run ends")
-    w.add_argument(
-        "--rules", metavar="DIR", action="append", type=Path, help="an extra folder of rules (repeatable)"
-    )
-    from triage.history import add_options as add_history_options
-
-    add_history_options(w)
-    w.set_defaults(func=cmd_watch)
 
 
 def build_session(args: argparse.Namespace) -> Any:
     """A WatchSession for the parsed arguments (shared by the TUI and headless modes)."""
     from triage.engine import get_rules
-    from triage.watch.capture import default_capture_path
-    from triage.watch.session import FileSource, Source, TmuxSource, WatchSession
+    from triage.watch.session import WatchSession
 
     if bool(args.file) == bool(args.tmux):
         raise TriageError("watch: give a FILE to follow or --tmux TARGET (one of them)")
     if not args.poll > 0 or not args.stall_factor > 0 or args.min_stall < 0:
         raise TriageError("watch: --poll and --stall-factor must be positive")
-    source: Source
-    if args.tmux:
-        capture = Path(args.capture) if args.capture else default_capture_path(args.tmux)
-        source = TmuxSource(args.tmux, capture, socket=args.tmux_socket)
-    else:
-        if args.capture:
-            raise TriageError("watch: --capture goes with --tmux (a FILE is its own capture)")
-        source = FileSource(Path(args.file))
+    source = _source(args)
     session = WatchSession(
         source,
         rules=get_rules(args.rules),
@@ -111,6 +107,19 @@ def build_session(args: argparse.Namespace) -> Any:
     )
     session.history = watch_history(args)
     return session
+
+
+def _source(args: argparse.Namespace) -> Any:
+    """What to watch: a tmux pane (with its capture file) or a followed FILE."""
+    from triage.watch.capture import default_capture_path
+    from triage.watch.session import FileSource, TmuxSource
+
+    if args.tmux:
+        capture = Path(args.capture) if args.capture else default_capture_path(args.tmux)
+        return TmuxSource(args.tmux, capture, socket=args.tmux_socket)
+    if args.capture:
+        raise TriageError("watch: --capture goes with --tmux (a FILE is its own capture)")
+    return FileSource(Path(args.file))
 
 
 def watch_history(args: argparse.Namespace) -> Any:
