@@ -24,7 +24,15 @@ from triage.report import render_to_string
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGESTS = ROOT / "tests" / "data" / "report-digests.json"
-CORPORA = ["corpus", "corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4", "corpus_real"]
+CORPORA = [
+    "corpus",
+    "corpus_heldout",
+    "corpus_heldout2",
+    "corpus_heldout3",
+    "corpus_heldout4",
+    "corpus_real",
+    "corpus_real3",
+]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 
 

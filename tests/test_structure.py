@@ -263,3 +263,52 @@ def test_progress_is_what_the_report_says():
         rep.metrics["toks_last"],
     )
     assert (p.step, p.loss, p.toks) == (1201, 1.9, 800.0)
+
+
+def test_deepspeed_launcher_exit_is_a_child_exit_with_its_signal():
+    """DeepSpeed prints no Root Cause section: its launcher's return-code line is the
+    child's end, decoded like torchrun's (a negative code: killed by that signal)."""
+    st = structure(
+        "[2024-03-01 10:00:00,456] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python',"
+        " '-u', 'train.py', '--local_rank=3', '--deepspeed', 'ds.json'] exits with return code = -9\n"
+        "[2024-03-01 10:00:01,001] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python',"
+        " '-u', 'train.py'] exits with return code = 1\n"
+    )
+    exits = [e.data for e in st.events if e.kind == "child-exit"]
+    assert exits[0] == {"exitcode": -9, "local_rank": 3, "pid": None, "signal": "SIGKILL"}
+    assert exits[1]["exitcode"] == 1 and exits[1]["signal"] is None and exits[1]["local_rank"] is None
+
+
+IPYTHON_TB = (
+    "---------------------------------------------------------------------------\n"
+    "ImportError                               Traceback (most recent call last)\n"
+    "<ipython-input-4-0a1b2c3d4e5f> in <cell line: 3>()\n"
+    "----> 3 model = AutoModel.from_pretrained('m', device_map='auto')\n"
+    "\n"
+    "/usr/lib/python3.10/site-packages/transformers/modeling_utils.py in from_pretrained(cls)\n"
+    "   2703             if not is_accelerate_available():\n"
+    "-> 2704                 raise ImportError(\n"
+    '   2705                     "Using `low_cpu_mem_usage=True` or a `device_map` requires Accelerate: `pip install accelerate`"\n'
+    "   2706                 )\n"
+    "\n"
+    "ImportError: Using `low_cpu_mem_usage=True` or a `device_map` requires Accelerate: `pip install accelerate`\n"
+    "   3 steps left\n"
+)
+
+
+def test_ipython_quoted_source_is_not_read_as_output():
+    """The numbered code an IPython traceback quotes is code: the diagnosis's evidence is
+    the exception line, not the quoted `raise ImportError("...")` message."""
+    s = Structurer()
+    quoted = []
+    for i, text in enumerate(IPYTHON_TB.splitlines(), 1):
+        s.feed(Line("a.log", i, text, None, i))
+        quoted.append(s.quoted)
+    assert [i + 1 for i, q in enumerate(quoted) if q] == [4, 7, 8, 9, 10]  # after the exception: not quoted
+    a = Analysis(get_rules())
+    for i, text in enumerate(IPYTHON_TB.splitlines(), 1):
+        a.feed(Line("a.log", i, text, None, i))
+    rep = a.report([SourceInfo("a.log", 13)])
+    top = rep.diagnoses[0]
+    assert top.signature == "missing-accelerate"
+    assert [e.line for e in top.evidence if e.line is not None] == [12]

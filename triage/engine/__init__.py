@@ -93,7 +93,7 @@ class Analysis:
         the line already."""
         self.lines += 1
         self.structurer.feed(line, progress=progress)
-        self.matcher.feed(line, self.structurer.phase)
+        self.matcher.feed(line, self.structurer.phase, quoted=self.structurer.quoted)
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): a line the live

@@ -186,15 +186,16 @@ class Matcher:
                     confirm.append(Confirm(tuple(lits), icase, native))
         return sorted(plain), sorted(iplain), confirm
 
-    def feed(self, line: Line, phase: str | None = None) -> None:
-        """Match one line; `phase` is the phase the log is in (for clauses that need one)."""
+    def feed(self, line: Line, phase: str | None = None, *, quoted: bool = False) -> None:
+        """Match one line; `phase` is the phase the log is in (for clauses that need one);
+        `quoted`: the line is source code a traceback quotes, which no line clause reads."""
         text = line.text
         if self._cut_pending:
             self._resolve_cut(line.source, line)
         ctx = self._ctx.get(line.source)
         if ctx is None:
             ctx = self._ctx[line.source] = deque(maxlen=self._window)
-        hits = self.prefilter.hits(text) if text else []
+        hits = self.prefilter.hits(text) if text and not quoted else []
         if hits:
             self.candidate_lines += 1
             seen: set[int] = set()

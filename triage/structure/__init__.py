@@ -21,6 +21,7 @@ from triage.structure.timeline import Timeline
 from triage.structure.tracebacks import (
     MAX_EXCEPTIONS,
     MAX_MSG_LINES,
+    QuotedSource,
     TracebackReader,
     chain_root,
     root_exception,
@@ -75,6 +76,8 @@ class Structurer:
         self.end = EndReader()
         self.launcher = LauncherReader(self._events)
         self.tracebacks = TracebackReader(self.timeline, lambda: self.launcher.in_failures)
+        self.quotes = QuotedSource()
+        self.quoted = False  # the line fed last is source code an IPython traceback quotes
         self.cpp = CppReader(self._events)
         self.progress = ProgressReader(self.timeline)
         self._last: Structure | None = None
@@ -84,6 +87,7 @@ class Structurer:
         `progress` False when `feed_progress` has read the line already."""
         if self.end.feed(line):
             self.timeline.line(line)
+        self.quoted = self.quotes.feed(line)
         self.tracebacks.feed(line)
         self.launcher.feed(line)
         self.cpp.feed(line)

@@ -85,6 +85,8 @@ class LauncherReader:
         text = line.text
         if "local_rank:" in text and "exitcode" in text:
             self._child_exit(line, text)
+        elif "exits with return code" in text:
+            self._deepspeed_exit(line, text)
         stripped = text.strip()
         if stripped.startswith("Root Cause (first observed failure)"):
             self._section = {"line": line, "section": "root", "entries": []}
@@ -119,6 +121,21 @@ class LauncherReader:
                 "exitcode": code,
                 "local_rank": int(m.group("lr")),
                 "pid": int(m.group("pid")),
+                "signal": _signame(code),
+            }
+            self._events.append(Event("child-exit", line, data))
+
+    def _deepspeed_exit(self, line: Line, text: str) -> None:
+        """DeepSpeed's launcher reports a child's end as its argv and return code (a
+        negative one: killed by that signal); the same child-exit torchrun's line gives."""
+        m = T.DEEPSPEED_EXIT_RE.search(text)
+        if m:
+            code = int(m.group("code"))
+            lr = T.DEEPSPEED_LOCAL_RANK_RE.search(text)
+            data = {
+                "exitcode": code,
+                "local_rank": int(lr.group("lr")) if lr else None,
+                "pid": None,
                 "signal": _signame(code),
             }
             self._events.append(Event("child-exit", line, data))

@@ -152,6 +152,11 @@ ERROR_END_RE = re.compile(
 )
 
 TRACEBACK_START = "Traceback (most recent call last):"
+# IPython/Jupyter's traceback: "ImportError      Traceback (most recent call last)" opens
+# it; each frame quotes its source, numbered: "----> 3 model = ...", "   2705     ..."
+IPYTHON_TB_RE = re.compile(r"^\w[\w.]*\s{2,}Traceback \(most recent call last\)")
+IPYTHON_SOURCE_RE = re.compile(r"^(?:-+> ?| +)\d+ ")
+IPYTHON_EXCEPTION_RE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)\b")
 # torchrun's report of a child that wrote an error file: "  traceback : Traceback (most ..."
 REPORT_TRACEBACK_RE = re.compile(r"traceback\s*:\s*Traceback \(most recent call last\):")
 CHAIN_MARKERS = {
@@ -185,6 +190,10 @@ WHAT_RE = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)")
 CHILD_EXIT_RE = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)"
 )
+# deepspeed/launcher/launch.py's sigkill_handler: "[...] ['/usr/bin/python', '-u',
+# 'train.py', '--local_rank=3', ...] exits with return code = -9"
+DEEPSPEED_EXIT_RE = re.compile(r"\] exits with return code = (?P<code>-?\d+)\s*$")
+DEEPSPEED_LOCAL_RANK_RE = re.compile(r"'--local_rank=(?P<lr>\d+)'")
 TORCHRUN_FIELD_RE = re.compile(
     r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<val>.*)$"
 )

@@ -53,6 +53,32 @@ def _closed(tb: _TB | None) -> ExceptionInfo | None:
     return exc
 
 
+class QuotedSource:
+    """IPython and Jupyter tracebacks quote the code around each frame, numbered
+    (``-> 2704     raise ImportError(``, ``   2705     "Using ... requires Accelerate"``).
+    Those lines are code, not output: `feed` says whether a line is one, so that no rule
+    takes a quoted message for the error itself (the exception line below says it)."""
+
+    MAX_LINES = 2000  # an unclosed IPython traceback stops quoting after this many lines
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, int | None], int] = {}  # stream -> lines since its header
+
+    def feed(self, line: Line) -> bool:
+        key = (line.source, line.rank)
+        text = line.text
+        seen = self._open.get(key)
+        if seen is None:
+            if "Traceback (most recent call last)" in text and T.IPYTHON_TB_RE.match(text):
+                self._open[key] = 0
+            return False
+        if seen > self.MAX_LINES or T.IPYTHON_EXCEPTION_RE.match(text):
+            del self._open[key]  # the exception line ends the quoted frames
+            return False
+        self._open[key] = seen + 1
+        return text[:1] in (" ", "-") and T.IPYTHON_SOURCE_RE.match(text) is not None
+
+
 class TracebackReader:
     """Exceptions in read order. `secondary` tells whether an exception read now is one
     a launcher lists as another failure (not its root cause)."""
