@@ -333,8 +333,20 @@ SPECS = (
         top3_min=0.98,
         benign_min=0.95,
     ),
+    Spec(
+        "corpus_real4",
+        50,
+        8,
+        {},
+        ("reconstructed from https://github.com/",),
+        distinct=15,
+        alternates_rare=False,
+        top1_min=0.95,
+        top3_min=0.97,
+        benign_min=0.95,
+    ),
 )
-REAL = ("corpus_real", "corpus_real3")
+REAL = ("corpus_real", "corpus_real3", "corpus_real4")
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real
 # one is only label-checked there: its score is taken once, below)
@@ -523,8 +535,12 @@ def test_corpus_real_names_no_heldout_thread(name: str) -> None:
 
 def test_the_real_corpora_share_no_thread() -> None:
     """Each real batch is new: a thread used in one is not used again in another."""
-    first, second = ({lb.source.lower() for lb in labels_of(n)} for n in REAL)
-    assert first & second == set()
+    seen: dict[str, str] = {}
+    for name in REAL:
+        for lb in labels_of(name):
+            src = lb.source.lower()
+            assert src not in seen, f"{src}: in {seen.get(src)} and {name}"
+            seen[src] = name
 
 
 def test_a_heldout_thread_is_caught(tmp_path: Path) -> None:

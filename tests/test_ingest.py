@@ -50,6 +50,8 @@ def norm(line: str) -> list[tuple[str, int | None]]:
         ("INFO:torch.distributed.run:starting", "starting", None),
         ("[pod/trainer-0/main] RuntimeError: boom", "RuntimeError: boom", None),
         ("  1234 | RuntimeError: boom", "RuntimeError: boom", None),
+        ("[trainer 2026-07-29 04:11:02] step 18424 | loss 2.41", "step 18424 | loss 2.41", None),
+        ("[I 2023-11-14 10:52:37,408] A new study created in memory", "A new study created in memory", None),
     ],
 )
 def test_prefixes_are_peeled(raw, text, rank):
@@ -407,3 +409,13 @@ def test_one_cut_marker_and_cap_line_keeps_a_capped_line():
     assert sp.feed(line[100_000:] + b"\n")[1] == [whole.data]
     short = b"z" * (MAX_LINE + 10)  # cut by 10 bytes: the capped line is longer than MAX_LINE
     assert cap_line(cap_line(short)) == cap_line(short) == cap(short)[0]
+
+
+def test_a_named_timestamp_prefix_gives_the_line_its_time():
+    """`[name YYYY-MM-DD HH:MM:SS]` (a logger's name and the time in one bracket) is peeled
+    and timed like a bare ISO stamp, so a stall between such lines can be measured."""
+    from triage.ingest.normalize import SourceState, normalize
+
+    (p,) = list(normalize(b"[grug-train 2026-07-29 04:11:02] step 5 loss 1.0", SourceState()))
+    (q,) = list(normalize(b"2026-07-29 04:11:02 step 5 loss 1.0", SourceState()))
+    assert p.text == "step 5 loss 1.0" and p.ts is not None and p.ts == q.ts

@@ -32,6 +32,7 @@ CORPORA = [
     "corpus_heldout4",
     "corpus_real",
     "corpus_real3",
+    "corpus_real4",
 ]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 

@@ -312,3 +312,21 @@ def test_ipython_quoted_source_is_not_read_as_output():
     top = rep.diagnoses[0]
     assert top.signature == "missing-accelerate"
     assert [e.line for e in top.evidence if e.line is not None] == [12]
+
+
+def test_python_traceback_source_lines_are_quoted_code():
+    """The line under a `File "...", line N, in f` frame is that frame's source: a rule
+    must find `raise ChildFailedError(` on the exception line, not in the quoted code."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 293, in launch_agent\n'
+        "    raise ChildFailedError(\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "    not code: a message continuation\n"
+    )
+    s = Structurer()
+    quoted = []
+    for i, t in enumerate(text.splitlines(), 1):
+        s.feed(Line("a.log", i, t, None, i))
+        quoted.append(s.quoted)
+    assert quoted == [False, False, True, False, False]

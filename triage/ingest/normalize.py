@@ -127,6 +127,8 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)"), _drop),
     # timestamps
     ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*|(?<=\])(?=\[))"), _ts(_iso_ts)),
+    # a logger's name before the time in one bracket: "[trainer 2026-07-29 04:11:02] "
+    ("named-iso", re.compile(r"\[[A-Za-z][\w.-]{0,39} " + _ISO + r"\]\s?"), _ts(_iso_ts)),
     (
         "glog",
         re.compile(

@@ -54,19 +54,24 @@ def _closed(tb: _TB | None) -> ExceptionInfo | None:
 
 
 class QuotedSource:
-    """IPython and Jupyter tracebacks quote the code around each frame, numbered
-    (``-> 2704     raise ImportError(``, ``   2705     "Using ... requires Accelerate"``).
-    Those lines are code, not output: `feed` says whether a line is one, so that no rule
-    takes a quoted message for the error itself (the exception line below says it)."""
+    """Tracebacks quote code: Python's puts each frame's source line under its
+    ``File "...", line N, in f`` line; IPython and Jupyter quote numbered lines around
+    each frame (``-> 2704     raise ImportError(``, ``   2705     "Using ... requires
+    Accelerate"``). Those lines are code, not output: `feed` says whether a line is one,
+    so that no rule takes a quoted message for the error itself (the exception line
+    below says it)."""
 
     MAX_LINES = 2000  # an unclosed IPython traceback stops quoting after this many lines
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, int | None], int] = {}  # stream -> lines since its header
+        self._frame: dict[tuple[str, int | None], int] = {}  # stream -> indent of a frame line just read
 
     def feed(self, line: Line) -> bool:
         key = (line.source, line.rank)
         text = line.text
+        if self._python_source(key, text):
+            return True
         seen = self._open.get(key)
         if seen is None:
             if "Traceback (most recent call last)" in text and T.IPYTHON_TB_RE.match(text):
@@ -77,6 +82,15 @@ class QuotedSource:
             return False
         self._open[key] = seen + 1
         return text[:1] in (" ", "-") and T.IPYTHON_SOURCE_RE.match(text) is not None
+
+    def _python_source(self, key: tuple[str, int | None], text: str) -> bool:
+        """The line right under a Python frame line, indented deeper: its source."""
+        indent = self._frame.pop(key, None)
+        stripped = text.lstrip(" ")
+        if stripped.startswith('File "') and T.FRAME_RE.match(stripped):
+            self._frame[key] = len(text) - len(stripped)
+            return False
+        return indent is not None and len(text) - len(stripped) > indent and bool(stripped)
 
 
 class TracebackReader:
