@@ -41,7 +41,9 @@ def canonical(report: Any) -> str:
     data = json.loads(render_to_string(report, "json"))
     for key in VOLATILE:
         data.pop(key, None)
-    return json.dumps(data, sort_keys=True, ensure_ascii=False).replace(str(ROOT) + os.sep, "")
+    # paths are given relative to the checkout (see `current`): a log's own text may name
+    # where it was recorded (/work/main/.venv/...), which must stay as it is
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
 def summary(report: Any) -> str:
@@ -52,14 +54,15 @@ def summary(report: Any) -> str:
 def current() -> dict[str, dict[str, str]]:
     rules = get_rules()
     out: dict[str, dict[str, str]] = {}
-    for fx in discover(ROOT / "fixtures"):
+    # relative paths (the test runs in the checkout's root): the reports are the same
+    # wherever the repository is cloned
+    for fx in discover(Path("fixtures")):
         rep = run_fixture(fx, rules)
         out[f"fixtures/{fx.name}"] = _entry(rep)
     for name in CORPORA:
-        folder = ROOT / "tests" / name
-        for label in acc.load_labels(folder):
+        for label in acc.load_labels(Path("tests") / name):
             rep = analyze([str(label.path)], rules=rules, facts=acc._facts(label))
-            out[str(label.path.relative_to(ROOT))] = _entry(rep)
+            out[str(label.path)] = _entry(rep)
     return out
 
 
