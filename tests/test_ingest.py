@@ -395,10 +395,13 @@ def test_lines_from_text_numbers_and_notes_like_a_file():
     assert src.info().lines == 1 and not src.info().truncated
 
 
-def test_one_cut_marker_and_cap_line_keeps_a_capped_line():
+def test_one_cut_marker_and_recap_keeps_a_capped_line():
     """The watcher's cap and the file cap are one: a line capped once is not cut again."""
-    from triage.ingest.lines import cap, cut_marker
-    from triage.watch.follow import LineSplitter, cap_line
+    from triage.ingest.lines import cap, cut_marker, recap
+    from triage.watch.follow import LineSplitter
+
+    def cap_line(data: bytes) -> bytes:
+        return recap(data)[0]
 
     line = b"y" * (5 * MAX_LINE)
     (whole,) = list(split_lines([line]))

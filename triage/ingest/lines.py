@@ -62,6 +62,7 @@ __all__ = [
     "lines_from_text",
     "rank_from_name",
     "recap",
+    "shown_texts",
     "split_lines",
 ]
 
@@ -528,6 +529,13 @@ def _live_raw(lineno: int, data: bytes, complete: bool) -> RawLine:
     if done:
         return RawLine(lineno, data, complete, done, len(data) - len(cut_marker(done)) + done)
     return _raw(lineno, data, complete)
+
+
+def shown_texts(raw: bytes, state: SourceState) -> list[str]:
+    """The texts of one physical line's logical lines, capped and normalised as the
+    analysis reads them (`state` carries the source's prefix state): what a screen that
+    shows the raw log as text prints, and what a dead pane's screen is compared with."""
+    return [p.text for p in normalize(recap(raw)[0], state)]
 
 
 class LineFeed:

@@ -80,7 +80,6 @@ class Structurer:
         self.quoted = False  # the line fed last is source code an IPython traceback quotes
         self.cpp = CppReader(self._events)
         self.progress = ProgressReader(self.timeline)
-        self._last: Structure | None = None
 
     def feed(self, line: Line, *, progress: bool = True) -> None:
         """Read one line with every reader (the order keeps events in line order);
@@ -108,11 +107,6 @@ class Structurer:
         """Where the run is: what the report's last phase and metrics would say."""
         return self.progress.now()
 
-    @property
-    def out(self) -> Structure:
-        """The structure `finish` gave last (an empty one before)."""
-        return self._last if self._last is not None else Structure()
-
     def gap(self, source: str) -> None:
         """Lines of `source` were skipped (fast path): no traceback or report spans it."""
         self.tracebacks.gap(source)
@@ -137,5 +131,4 @@ class Structurer:
             progress=p.progress(),
             timeline=self.timeline.with_errors(pending),
         )
-        self._last = st
         return st

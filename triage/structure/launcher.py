@@ -116,29 +116,20 @@ class LauncherReader:
     def _child_exit(self, line: Line, text: str) -> None:
         m = T.CHILD_EXIT_RE.search(text)
         if m:
-            code = int(m.group("code"))
-            data = {
-                "exitcode": code,
-                "local_rank": int(m.group("lr")),
-                "pid": int(m.group("pid")),
-                "signal": _signame(code),
-            }
-            self._events.append(Event("child-exit", line, data))
+            self._exit(line, int(m.group("code")), int(m.group("lr")), int(m.group("pid")))
 
     def _deepspeed_exit(self, line: Line, text: str) -> None:
         """DeepSpeed's launcher reports a child's end as its argv and return code (a
         negative one: killed by that signal); the same child-exit torchrun's line gives."""
         m = T.DEEPSPEED_EXIT_RE.search(text)
         if m:
-            code = int(m.group("code"))
             lr = T.DEEPSPEED_LOCAL_RANK_RE.search(text)
-            data = {
-                "exitcode": code,
-                "local_rank": int(lr.group("lr")) if lr else None,
-                "pid": None,
-                "signal": _signame(code),
-            }
-            self._events.append(Event("child-exit", line, data))
+            self._exit(line, int(m.group("code")), int(lr.group("lr")) if lr else None, None)
+
+    def _exit(self, line: Line, code: int, local_rank: int | None, pid: int | None) -> None:
+        """One child's end, whichever launcher said it."""
+        data = {"exitcode": code, "local_rank": local_rank, "pid": pid, "signal": _signame(code)}
+        self._events.append(Event("child-exit", line, data))
 
     def pending(self) -> list[Event]:
         """The failure event of a Root Cause section still open at the end (pure)."""

@@ -27,7 +27,8 @@ from textual.worker import get_current_worker
 
 from triage.engine import analyze
 from triage.errors import TriageError
-from triage.ingest.normalize import SourceState, normalize
+from triage.ingest.lines import shown_texts
+from triage.ingest.normalize import SourceState
 from triage.model import Confidence, Diagnosis, RuledOut
 from triage.tui.messages import JumpTo, Polled, WatchEvents
 from triage.tui.widgets import (
@@ -55,7 +56,6 @@ from triage.watch.events import (
     Stalled,
     Triaged,
 )
-from triage.watch.follow import cap_line
 from triage.watch.gpu import GpuSample
 from triage.watch.session import WatchSession, run_hook, take_snapshot
 
@@ -77,7 +77,7 @@ def context_lines(path: Path, lineno: int, around: int = CONTEXT) -> list[tuple[
                     continue
                 if i > hi:
                     break
-                text = " | ".join(p.text for p in normalize(cap_line(raw.rstrip(b"\n")), state))
+                text = " | ".join(shown_texts(raw.rstrip(b"\n"), state))
                 out.append((i, text))
     except OSError:
         pass
@@ -345,7 +345,7 @@ class WatchApp(App[int]):
         state = SourceState()
         for lineno in range(first, total + 1):
             raw = tail[len(tail) - (total - lineno) - 1]
-            text = " | ".join(p.text for p in normalize(cap_line(raw), state))
+            text = " | ".join(shown_texts(raw, state))
             log.add_line(lineno, text, lineno in matched)
         self.shown_upto = total
         log.flush()

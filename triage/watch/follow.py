@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from triage.ingest.lines import Splitter, recap
+from triage.ingest.lines import Splitter
 
 READ_MAX = 8 << 20  # bytes per poll: a burst is read over several polls, memory stays bounded
 
@@ -110,12 +110,6 @@ class Follower:
     def _take_fresh(self) -> bool:
         fresh, self._fresh = self._fresh, False
         return fresh
-
-
-def cap_line(data: bytes) -> bytes:
-    """A huge line keeps its head and tail around the cut marker, as `triage.ingest`
-    caps it; a line `LineSplitter` gave out (capped already) is kept as it is."""
-    return recap(data)[0]
 
 
 class LineSplitter:

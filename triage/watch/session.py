@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from triage.engine import get_rules
 from triage.engine.rules import Rule
 from triage.errors import TriageError
-from triage.ingest.normalize import SourceState, normalize
+from triage.ingest.lines import shown_texts
+from triage.ingest.normalize import SourceState
 from triage.model import Diagnosis, Report, RuledOut
 from triage.report.json import report_dict
 from triage.watch.capture import PaneStatus, TmuxPane
@@ -38,7 +39,7 @@ from triage.watch.events import (
     Triaged,
     to_json,
 )
-from triage.watch.follow import Follower, LineSplitter, cap_line
+from triage.watch.follow import Follower, LineSplitter
 from triage.watch.gpu import GpuSample, GpuSampler
 from triage.watch.live import LiveTriage
 
@@ -524,9 +525,9 @@ class WatchSession:
     def _recover(self) -> list[Event]:
         """Append what the dead pane shows after the capture's end (see missing_tail)."""
         tail_text = [
-            p.text
+            text
             for raw in [*list(self.tail)[-200:], self.splitter.partial]
-            for p in normalize(cap_line(raw), SourceState())
+            for text in shown_texts(raw, SourceState())
         ]
         try:
             missing = self.source.final_lines(tail_text)
