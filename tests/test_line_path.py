@@ -209,3 +209,63 @@ def test_normalize_plain_agrees_with_normalize() -> None:
                     taken += 1
                     assert whole == [(one.text, one.rank, one.ts)], raw.data[:200]
     assert taken > 10_000
+
+
+def _logs() -> list[Path]:
+    folders = [*FOLDERS, "tests/corpus_real3", "tests/corpus_real4"]
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.log"))]
+
+
+@pytest.mark.parametrize("size", [1, 7, 2048])
+def test_a_batch_reads_as_its_lines_one_by_one(size: int) -> None:
+    """`Analysis.feed_batch` (what `analyze` feeds) gives the report that `feed` of
+    each line gives (what the watcher feeds), for batches that cut tracebacks, reports
+    and quoted frames at every place (size 7) and for whole logs (2048)."""
+    from triage.engine import Analysis, analyze_lines, get_rules
+    from triage.ingest import Ingest
+    from triage.report import render_to_string
+
+    rules = get_rules()
+    differ = []
+    for path in _logs():
+        ing = Ingest([str(path)])
+        lines = list(ing)
+        one = render_to_string(analyze_lines(lines, ing.sources, rules=rules), "json")
+        a = Analysis(rules)
+        for i in range(0, len(lines), size):
+            a.feed_batch(lines[i : i + size])
+        if render_to_string(a.report(ing.sources), "json") != one:
+            differ.append(str(path.relative_to(ROOT)))
+    assert not differ, f"{len(differ)} logs read otherwise in batches of {size}: {differ[:5]}"
+
+
+def test_a_batch_without_the_automaton_reads_every_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ahocorasick-rs a batch is fed line by line: the same report."""
+    import triage.structure as S
+    from triage.engine import Analysis, analyze_text, get_rules
+    from triage.ingest.literals import LinesWith
+
+    text = (ROOT / "fixtures/cuda-oom/001-rank3-cascade-8ranks/input.log").read_text()
+    want = analyze_text(text)
+    monkeypatch.setattr(S, "_TRIGGERS", LinesWith(()))
+    monkeypatch.setattr(S._TRIGGERS, "available", False)
+    a = Analysis(get_rules())
+    a.feed_batch(list(lines_from_text(text)))
+    assert a.report(want.sources).diagnoses == want.diagnoses
+    assert a.lines == len(list(lines_from_text(text)))
+
+
+def test_lines_with_maps_each_hit_to_its_line(texts: list[str]) -> None:
+    """The batch finder's lines are those a per-line test finds, also where a
+    character lower-cases to two ("İ") and so moves every later offset."""
+    from triage.ingest.literals import LinesWith
+
+    lits = ["error", "x y", "traceback (most recent call last)", "nccl"]
+    edge = ["İİ ERROR", "", "no", "x y and Error", "x\ty", "İ" * 40 + "nccl"]
+    for batch in (edge, texts[:5000], texts[5000:20000]):
+        want = {i: {j for j, lit in enumerate(lits) if lit in t.lower()} for i, t in enumerate(batch)}
+        want = {i: v for i, v in want.items() if v}
+        assert LinesWith(lits, caseless=True).of(batch) == want
+        assert set(LinesWith(lits, caseless=True, which=False).of(batch)) == set(want)
+    with pytest.raises(ValueError):
+        LinesWith(["a\nb"])

@@ -60,6 +60,9 @@ def get_rules(extra: list[Path] | None = None) -> list[Rule]:
     return _RULES_CACHE[key]
 
 
+BATCH_LINES = 2048  # lines `analyze` feeds at once (`Analysis.feed_batch`)
+
+
 class Analysis:
     """A streaming analysis: `feed` lines, then `report`. Used by `analyze` and by
     `triage watch` (which re-reports as lines arrive). `report` is pure: it may be
@@ -94,6 +97,29 @@ class Analysis:
         self.lines += 1
         self.structurer.feed(line, progress=progress)
         self.matcher.feed(line, self.structurer.phase, quoted=self.structurer.quoted)
+
+    def feed_batch(self, lines: list[Line]) -> None:
+        """`feed` each line of a batch, in order, with the same result: which lines a
+        structure reader or a rule may act on is found for the batch at once (native
+        passes), and the rest take the structure's quiet lane."""
+        if not lines:
+            return
+        texts = [line.text for line in lines]
+        st, matcher = self.structurer, self.matcher
+        hot = st.triggered(texts)
+        hits = matcher.prefilter.batch(texts)
+        if hot is None or hits is None:
+            for line in lines:
+                self.feed(line)
+            return
+        none: list[Any] = []
+        self.lines += len(lines)
+        for i, line in enumerate(lines):
+            if i in hot or st.busy(line):
+                st.feed(line)
+            else:
+                st.feed_quiet(line)
+            matcher.feed(line, st.progress.phase, quoted=st.quoted, hits=hits.get(i, none))
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): a line the live
@@ -187,16 +213,27 @@ def analyze(
     """
     rules = rules if rules is not None else get_rules()
     a = Analysis(rules, facts)
+    batch: list[Line] = []
+
+    def gap(source: str) -> None:
+        a.feed_batch(batch)  # the lines before the gap first
+        batch.clear()
+        a.gap(source)
+
     ingest = Ingest(
         expand_paths(paths),
         tail_only=tail_only,
         on_progress=on_progress,
-        on_gap=a.gap,
+        on_gap=gap,
         scanner=None if fast is False else a.scanner(),
         fast_min_bytes=0 if fast else FAST_MIN_BYTES,
     )
     for line in ingest:
-        a.feed(line)
+        batch.append(line)
+        if len(batch) >= BATCH_LINES:
+            a.feed_batch(batch)
+            batch.clear()
+    a.feed_batch(batch)
     engine = ingest.scanner.engine if ingest.scanner else "-"
     notes = [*ingest.notes, *scan_notes(tail_only, ingest.skipped_lines, engine)]
     return a.report(ingest.sources, notes, recall)

@@ -10,6 +10,7 @@ from typing import Any
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
+from triage.ingest.literals import LinesWith
 from triage.ingest.scan import Confirm, native_superset
 from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
 from triage.structure import root_exception
@@ -59,25 +60,44 @@ class Prefilter:
         keys = [k for k in entries if k]
         if not keys:
             return None
-        return ahocorasick_rs.AhoCorasick(keys), [entries[k] for k in keys]
+        return ahocorasick_rs.AhoCorasick(keys), [entries[k] for k in keys], LinesWith(keys, caseless=True)
+
+    def batch(self, texts: list[str]) -> dict[int, list[Any]] | None:
+        """`hits` of each line of a batch that has any, by index (None: ask each line)."""
+        if self._ac is None:
+            return None
+        found = self._ac[2].of(texts)
+        out = {}
+        for i, lits in found.items():
+            hits = self._pick(lits, texts[i])
+            if hits:
+                out[i] = hits
+        return out
 
     def hits(self, text: str) -> list[Any]:
         """The targets of every literal in `text`."""
         if self._ac is not None:
-            ac, entries = self._ac
             # only which literals occur matters, not where: offsets in the lower-cased
             # line (which may differ in length) are never used
-            found = {i for i, _s, _e in ac.find_matches_as_indexes(text.lower(), overlapping=True)}
-            if not found:
-                return []
-            picked = [
-                (order, targets)
-                for i in found
-                for order, exact, targets in entries[i]
-                if exact is None or exact in text
-            ]
-            picked.sort(key=lambda x: x[0])
-            return [t for _o, targets in picked for t in targets]
+            found = {i for i, _s, _e in self._ac[0].find_matches_as_indexes(text.lower(), overlapping=True)}
+            return self._pick(found, text) if found else []
+        return self._scan(text)
+
+    def _pick(self, found: set[int], text: str) -> list[Any]:
+        """The targets of the automaton's literals `found` in `text`, in rule order (a
+        case-sensitive literal only where it occurs as written)."""
+        entries = self._ac[1]
+        picked = [
+            (order, targets)
+            for i in found
+            for order, exact, targets in entries[i]
+            if exact is None or exact in text
+        ]
+        picked.sort(key=lambda x: x[0])
+        return [t for _o, targets in picked for t in targets]
+
+    def _scan(self, text: str) -> list[Any]:
+        """`hits` without ahocorasick-rs: the alternations, then each literal."""
         out: list[Any] = []
         if self._any is not None and self._any.search(text):
             for lit, targets in self.literals.items():
@@ -186,16 +206,22 @@ class Matcher:
                     confirm.append(Confirm(tuple(lits), icase, native))
         return sorted(plain), sorted(iplain), confirm
 
-    def feed(self, line: Line, phase: str | None = None, *, quoted: bool = False) -> None:
+    def feed(
+        self, line: Line, phase: str | None = None, *, quoted: bool = False, hits: list[Any] | None = None
+    ) -> None:
         """Match one line; `phase` is the phase the log is in (for clauses that need one);
-        `quoted`: the line is source code a traceback quotes, which no line clause reads."""
+        `quoted`: the line is source code a traceback quotes, which no line clause reads;
+        `hits`: the prefilter's for the line, where a batch found them (`Prefilter.batch`)."""
         text = line.text
         if self._cut_pending:
             self._resolve_cut(line.source, line)
         ctx = self._ctx.get(line.source)
         if ctx is None:
             ctx = self._ctx[line.source] = deque(maxlen=self._window)
-        hits = self.prefilter.hits(text) if text and not quoted else []
+        if quoted or not text:
+            hits = []
+        elif hits is None:
+            hits = self.prefilter.hits(text)
         if hits:
             self.candidate_lines += 1
             seen: set[int] = set()

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from triage.ingest.normalize import Peeled, SourceState, normalize, normalize_plain
-from triage.model import Line, SourceInfo
+from triage.model import Line, SourceInfo, new_line
 
 __all__ = [
     "CUT_MARKER",
@@ -459,7 +459,7 @@ class SourceLines:
                 for p in (one,) if one is not None else normalize(raw.data, state):
                     if plain:
                         seq += 1
-                        yield Line(name, lineno, p.text, p.rank, seq, p.ts)
+                        yield new_line(name, lineno, p.text, p.rank, seq, p.ts)
                         continue
                     self.seq = seq
                     yield from self._emit(self._ranks.take(lineno, p))
@@ -508,7 +508,7 @@ class SourceLines:
 
     def _emit(self, ready: Ready) -> list[Line]:
         seq = self.seq
-        out = [Line(self.name, n, p.text, r, seq + i, p.ts) for i, (n, p, r) in enumerate(ready, 1)]
+        out = [new_line(self.name, n, p.text, r, seq + i, p.ts) for i, (n, p, r) in enumerate(ready, 1)]
         self.seq = seq + len(out)
         return out
 

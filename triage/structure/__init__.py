@@ -9,10 +9,13 @@ without changing them, so it may be called at any time and lines fed on after it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage.ingest.literals import LinesWith
 from triage.model import EndState, Event, ExceptionInfo, Line, SourceInfo
+from triage.structure import cpp, launcher, tracebacks
 from triage.structure.cpp import CppReader
 from triage.structure.end import TAIL_LINES, EndReader
 from triage.structure.launcher import LauncherReader
@@ -66,9 +69,19 @@ class Structure:
         return self.phases[-1][0] if self.phases else None
 
 
+# what any line reader but progress acts on (each reader's module says its own)
+LINE_TRIGGERS = (*tracebacks.TRIGGERS, *launcher.TRIGGERS, *cpp.TRIGGERS)
+_TRIGGERS = LinesWith(LINE_TRIGGERS, which=False)
+
+
 class Structurer:
     """Feed lines in order with `feed`; `finish` (any time, as often as wanted) gives
-    the `Structure` of what was fed so far."""
+    the `Structure` of what was fed so far.
+
+    A batch of lines may be fed faster: `triggered` says which of them hold a line
+    reader's trigger; the others go to `feed_quiet` while `busy(line)` is False (no
+    traceback, quote or launcher report open on its stream), which does only what
+    every reader does with such a line, so the result is the same as `feed`'s."""
 
     def __init__(self) -> None:
         self.timeline = Timeline()
@@ -80,6 +93,7 @@ class Structurer:
         self.quoted = False  # the line fed last is source code an IPython traceback quotes
         self.cpp = CppReader(self._events)
         self.progress = ProgressReader(self.timeline)
+        self._open: set[tuple[str, int | None]] = set()  # streams a record is open on
 
     def feed(self, line: Line, *, progress: bool = True) -> None:
         """Read one line with every reader (the order keeps events in line order);
@@ -92,6 +106,31 @@ class Structurer:
         self.cpp.feed(line)
         if progress:
             self.progress.feed(line)
+        # only this line's stream can have opened or closed a record
+        key = (line.source, line.rank)
+        if self.tracebacks.open_on(key) or self.quotes.open_on(key):
+            self._open.add(key)
+        else:
+            self._open.discard(key)
+
+    @staticmethod
+    def triggered(texts: Sequence[str]) -> set[int] | None:
+        """The indexes of the lines of a batch a line reader may act on (None: any)."""
+        return set(_TRIGGERS.of(texts)) if _TRIGGERS.available else None
+
+    def busy(self, line: Line) -> bool:
+        """A record is open that `line` may belong to: it must be `feed`-ed."""
+        return self.launcher.busy or (bool(self._open) and (line.source, line.rank) in self._open)
+
+    def feed_quiet(self, line: Line) -> None:
+        """`feed` of a line with no trigger (`triggered`) while not `busy`: the line
+        readers only note it (the tail, the stream, its last text), progress reads it."""
+        if self.end.feed(line):
+            self.timeline.line(line)
+        self.quoted = False
+        self.tracebacks.seen(line)
+        self.cpp.feed(line)
+        self.progress.feed(line)
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): the live path's
@@ -111,6 +150,7 @@ class Structurer:
         """Lines of `source` were skipped (fast path): no traceback or report spans it."""
         self.tracebacks.gap(source)
         self.launcher.gap()
+        self._open = {k for k in self._open if self.tracebacks.open_on(k) or self.quotes.open_on(k)}
 
     def finish(self, sources: list[SourceInfo]) -> Structure:
         """The structure of what was fed, as if the log ended here; the readers are

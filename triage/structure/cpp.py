@@ -6,6 +6,9 @@ from __future__ import annotations
 import triage.structure.tables as T
 from triage.model import Event, Line
 
+# What the reader acts on; any other line is only remembered as its stream's last
+TRIGGERS = ("Exception raised from", "terminate called")
+
 
 class CppReader:
     """C++ traces, appended to a shared event list in line order."""

@@ -62,6 +62,10 @@ def failure_event(section: dict[str, Any]) -> Event:
     return Event("torchrun-failure", section["line"], data)
 
 
+# What the reader acts on outside a report section: a line with none of these does nothing
+TRIGGERS = ("local_rank:", "exits with return code", "Root Cause (first observed failure)", "Failures:")
+
+
 class LauncherReader:
     """Child exits and torchrun's failure report, appended to a shared event list (so
     events of all readers stay in line order)."""
@@ -75,6 +79,11 @@ class LauncherReader:
     def in_failures(self) -> bool:
         """Inside the report's "Failures:" section (other failures, not the root cause)."""
         return self._section is not None and self._section["section"] == "other"
+
+    @property
+    def busy(self) -> bool:
+        """Inside a report: every line may be one of its fields."""
+        return self._section is not None
 
     def gap(self) -> None:
         """Lines were skipped: no report spans the gap."""

@@ -16,6 +16,18 @@ MAX_EXCEPTIONS = 2000
 MAX_MSG_LINES = 40
 _DIGITS = re.compile(r"\d+")
 _ORIGINAL_TB = "Original Traceback (most recent call last):"
+# What the two readers here act on: a stream with no traceback open (and no frame just
+# read) does nothing with a line that holds none of these (`Structurer.feed_quiet`)
+TRIGGERS = (
+    "Traceback (most recent call last)",  # Python's, torchrun's "Original ...", IPython's
+    "traceback",  # torchrun's report field
+    "During handling of the above exception",
+    "direct cause of the following exception",
+    'File "',
+    "Error",
+    "Exception",
+    "Interrupt",
+)
 
 
 @dataclass
@@ -83,6 +95,10 @@ class QuotedSource:
         self._open[key] = seen + 1
         return text[:1] in (" ", "-") and T.IPYTHON_SOURCE_RE.match(text) is not None
 
+    def open_on(self, key: tuple[str, int | None]) -> bool:
+        """A quote is open on the stream: its next line may be quoted code."""
+        return key in self._frame or key in self._open
+
     def _python_source(self, key: tuple[str, int | None], text: str) -> bool:
         """The line right under a Python frame line, indented deeper: its source."""
         indent = self._frame.pop(key, None)
@@ -112,6 +128,16 @@ class TracebackReader:
         for s in self._by_source.get(source, ()):
             self._close(s)
             s.pending_chain = None
+
+    def open_on(self, key: tuple[str, int | None]) -> bool:
+        """A traceback (or a chain marker's next one) is being read on the stream."""
+        s = self._streams.get(key)
+        return s is not None and (s.tb is not None or s.pending_chain is not None)
+
+    def seen(self, line: Line) -> None:
+        """A line without a trigger on an idle stream: only the stream is known."""
+        if (line.source, line.rank) not in self._streams:
+            self._stream(line)
 
     def _stream(self, line: Line) -> _Stream:
         key = (line.source, line.rank)
