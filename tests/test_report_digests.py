@@ -33,6 +33,7 @@ CORPORA = [
     "corpus_real",
     "corpus_real3",
     "corpus_real4",
+    "corpus_real5",
 ]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 
