@@ -18,6 +18,7 @@ from typing import Any
 
 import regex
 
+from triage.engine.patterns import compile_rule_regex
 from triage.errors import RuleError
 from triage.model import Confidence
 
@@ -103,7 +104,7 @@ def compile_code_regex(src: Any, p: str, key: str, icase: bool) -> regex.Pattern
     if not isinstance(src, str) or not src:
         raise RuleError(p, key, "required: a regex with a (?P<code>...) group")
     try:
-        pat = regex.compile(src, regex.IGNORECASE if icase else 0)
+        pat = compile_rule_regex(src, regex.IGNORECASE if icase else 0)
     except regex.error as e:
         raise RuleError(p, key, f"bad regex: {e}") from None
     if CODE_GROUP not in pat.groupindex:

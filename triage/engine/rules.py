@@ -26,6 +26,7 @@ from triage.engine.codes import (
     parse_select,
     row_selected,
 )
+from triage.engine.patterns import compile_rule_regex, save_checked
 from triage.engine.predicates import Predicate, check_vocabulary, parse_predicates
 from triage.errors import RuleError
 from triage.model import Confidence
@@ -296,6 +297,7 @@ def load_rules(dirs: list[Path] | None = None, *, include_default: bool = True) 
                 raise RuleError(str(path), "id", f"duplicate id {rule.id!r}, also in {seen[rule.id]}")
             seen[rule.id] = str(path)
             rules.append(rule)
+    save_checked()  # the patterns that compiled: lazy from the next start-up on
     return rules
 
 
@@ -669,7 +671,7 @@ def _compile(src: Any, p: str, key: str, icase: bool, *, required: bool) -> rege
     if not isinstance(src, str) or not src:
         raise RuleError(p, key, "must be a non-empty string")
     try:
-        return regex.compile(src, regex.IGNORECASE if icase else 0)
+        return compile_rule_regex(src, regex.IGNORECASE if icase else 0)
     except regex.error as e:
         raise RuleError(p, key, f"bad regex: {e}") from None
 
