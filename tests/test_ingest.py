@@ -72,6 +72,19 @@ def test_text_glued_after_progress_bar_is_split():
     assert texts[0].startswith("100%|")
 
 
+def test_text_glued_after_a_bar_of_unknown_total_is_split():
+    # Lightning's bar when the loader has no length: no percentage, "N/?" (the faulthandler's
+    # report printed over it at a segfault)
+    raw = "Epoch 0: |          | 912/? [01:33<00:00,  9.75it/s]Fatal Python error: Segmentation fault"
+    assert [t for t, _ in norm(raw)] == [
+        "Epoch 0: |          | 912/? [01:33<00:00,  9.75it/s]",
+        "Fatal Python error: Segmentation fault",
+    ]
+    assert [t for t, _ in norm("Epoch 0: |          | 912/? [01:33<00:00,  9.75it/s]")] == [
+        "Epoch 0: |          | 912/? [01:33<00:00,  9.75it/s]"
+    ]
+
+
 def test_collapsed_newlines_are_split():
     raw = 'Traceback (most recent call last):\\n  File "a.py", line 1, in <module>\\nValueError: x'
     parts = split_glued(raw)

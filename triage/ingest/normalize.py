@@ -26,6 +26,10 @@ BAR_RE = re.compile(
     r"\[[^\]\n]{0,80}\]"
 )
 
+# A bar of unknown total, as Lightning draws one: "Epoch 0: |    | 3871/? [06:42<00:00,  9.62it/s]"
+UNKNOWN_TOTAL = "/? ["
+BAR_UNKNOWN_RE = re.compile(r"\|[^|\n]{0,400}\|\s*[\d.]+[kMG]?/\?\s*\[[^\]\n]{0,80}\]")
+
 # Escaped newlines of logs that went through JSON or a paste that collapsed them.
 ESCAPED_NL_RE = re.compile(r"\\n(?=\s*(?:File \"|Traceback|[A-Za-z_.]+(?:Error|Exception)\b|\S))")
 
@@ -288,13 +292,21 @@ def _split_escaped(text: str) -> list[str]:
     return [text]
 
 
+def _has_bar(text: str) -> bool:
+    return "%|" in text or UNKNOWN_TOTAL in text
+
+
 def _split_bars(text: str) -> list[str]:
-    if "%|" not in text:
+    if "%|" in text:
+        # a bar holds "%|" one to three characters after its start: none begins before that
+        bars = BAR_RE.finditer(text, max(0, text.find("%|") - 3))
+    elif UNKNOWN_TOTAL in text:
+        bars = BAR_UNKNOWN_RE.finditer(text)
+    else:
         return [text]
     out: list[str] = []
     pos = 0
-    # a bar holds "%|" one to three characters after its start: none begins before that
-    for m in BAR_RE.finditer(text, max(0, text.find("%|") - 3)):
+    for m in bars:
         # a postfix such as ", loss=0.1]" is part of the bar: it ends at the closing ]
         if text[m.end() :].strip():
             out.append(text[pos : m.end()].strip())
@@ -371,7 +383,7 @@ def normalize(data: bytes, state: SourceState) -> Iterator[Peeled]:
     line of every log."""
     text = _clean(data)
     # A rank prefix may stand before a progress bar's final frame: "[rank1]: 10%|..."
-    for piece in split_glued(text) if ("\\n" in text or "%|" in text) else (text,):
+    for piece in split_glued(text) if ("\\n" in text or _has_bar(text)) else (text,):
         p = peel(piece.rstrip(), state)
         if p.rank is not None:
             state.seen_ranks.add(p.rank)
@@ -383,7 +395,7 @@ def normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
     where the line needs the whole of `normalize` (an escaped newline, text glued
     after a bar): most lines of a log give one, and this costs them no generator."""
     text = _clean(data)
-    if "\\n" in text or ("%|" in text and len(_split_bars(text)) != 1):
+    if "\\n" in text or (_has_bar(text) and len(_split_bars(text)) != 1):
         return None
     p = peel(text.rstrip(), state)
     if p.rank is not None:
