@@ -115,6 +115,35 @@ class Prefilter:
         return list(self.literals) + list(self.icase)
 
 
+_PREFILTERS: dict[tuple[int, ...], tuple[tuple[Rule, ...], Prefilter]] = {}
+
+
+def prefilter_of(rules: list[Rule]) -> Prefilter:
+    """The prefilter of the rules' line clauses and log-scope unlesses, built once per
+    set of rules (its automata cost milliseconds, more than a small log takes to read;
+    it keeps no state, so every analysis of those rules shares it)."""
+    key = tuple(map(id, rules))
+    got = _PREFILTERS.get(key)
+    if got is not None:
+        return got[1]
+    lits: dict[str, list[Any]] = {}
+    ilits: dict[str, list[Any]] = {}
+    for r in rules:
+        for c in r.clauses:
+            if c.kind in ("line", "code"):
+                for lit in c.literals:
+                    (ilits if c.icase else lits).setdefault(lit, []).append(c)
+        for u in r.unless:
+            if u.scope == "log":
+                for lit in u.literals:
+                    (ilits if u.icase else lits).setdefault(lit, []).append((r.id, u))
+    pre = Prefilter(lits, ilits)
+    if len(_PREFILTERS) >= 8:  # a few rule sets at most (tests load their own)
+        _PREFILTERS.pop(next(iter(_PREFILTERS)))
+    _PREFILTERS[key] = (tuple(rules), pre)  # the rules held: their ids stay theirs
+    return pre
+
+
 class Found:
     """Findings, one per rule and log line (two clauses of a rule on the same line, the
     watchdog's words and its whole message, are one occurrence: the surer one kept),
@@ -156,18 +185,7 @@ class Matcher:
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = {r.id: r for r in rules}
-        lits: dict[str, list[Any]] = {}
-        ilits: dict[str, list[Any]] = {}
-        for r in rules:
-            for c in r.clauses:
-                if c.kind in ("line", "code"):
-                    for lit in c.literals:
-                        (ilits if c.icase else lits).setdefault(lit, []).append(c)
-            for u in r.unless:
-                if u.scope == "log":
-                    for lit in u.literals:
-                        (ilits if u.icase else lits).setdefault(lit, []).append((r.id, u))
-        self.prefilter = Prefilter(lits, ilits)
+        self.prefilter = prefilter_of(rules)
         # lines kept per source: the evidence's context, and as far back as a multi-line
         # clause looks for its companion
         self._window = max(
