@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 LIMIT_S = 60
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def triage(*args: str) -> subprocess.CompletedProcess[str]:
@@ -145,3 +146,24 @@ def test_triage_makes_no_network_calls(monkeypatch, tmp_path: Path):
         tmp_path, "a.log", b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
     )
     assert main(["logs", log, "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+
+
+def test_a_binary_file_is_named_as_one(tmp_path: Path):
+    """A checkpoint or core file given by mistake is read, and the report says it is
+    not text; a log that holds U+FFFD as pasted text is a log."""
+    path = make(tmp_path, "model.bin", random.Random(2).randbytes(200_000))
+    rep = json.loads(triage("logs", path, "--format", "json").stdout)
+    assert any("does not look like a text log" in n for n in rep["notes"])
+    pasted = make(tmp_path, "pasted.log", ("100%|" + "\ufffd" * 40 + "| 9/9\n").encode() * 50)
+    rep = json.loads(triage("logs", pasted, "--format", "json").stdout)
+    assert not any("text log" in n or "UTF-16" in n for n in rep["notes"])
+
+
+def test_a_utf16_log_is_read_and_named(tmp_path: Path):
+    """PowerShell's `>` writes UTF-16: its lines are still read, and the note says how
+    to convert it."""
+    text = (ROOT / "fixtures/cuda-oom/001-rank3-cascade-8ranks/input.log").read_text()
+    path = make(tmp_path, "win.log", text.replace("\n", "\r\n").encode("utf-16"))
+    rep = json.loads(triage("logs", path, "--format", "json").stdout)
+    assert rep["diagnoses"][0]["signature"] == "cuda-oom"
+    assert any("UTF-16" in n and "iconv" in n for n in rep["notes"])

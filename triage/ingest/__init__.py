@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -64,6 +65,9 @@ class Ingest:
         self._tail_bytes = max(TAIL_MIN, TAIL_BYTES // n)
         for path in self.paths:
             name = "<stdin>" if path == "-" else path
+            odd = _not_text(path)
+            if odd:
+                self.notes.append(odd)
             src = SourceLines(name, seq, notes=self.notes)
             damaged = False
             try:
@@ -127,6 +131,47 @@ class Ingest:
         except OSError:
             return 0
         return size * (8 if path.endswith((".gz", ".zst")) else 1)
+
+
+SNIFF_BYTES = 64 << 10  # a file's head, read to tell a log from a binary file
+
+
+def _not_text(path: str) -> str | None:
+    """A note when a file's head is not UTF-8 text (a checkpoint or a core file given
+    by mistake, or UTF-16 from a Windows redirect): its lines are read all the same."""
+    if path == "-":
+        return None
+    try:
+        fh = open_binary(path)
+        try:
+            head = fh.read(SNIFF_BYTES)
+        finally:
+            fh.close()
+    except Exception:  # unreadable or damaged: reading it says so itself
+        return None
+    if len(head) < 64:
+        return None
+    half = len(head) // 2  # UTF-16 of ASCII: every other byte NUL, the others not
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+        head[1::2].count(0) > half * 0.4 and head[0::2].count(0) < half * 0.05
+    ):
+        return (
+            f"{path}: is UTF-16 text (a Windows redirect?): read with its NUL bytes dropped, "
+            "so characters beyond ASCII may be garbled; `iconv -f UTF-16 -t UTF-8` converts it"
+        )
+    text = head.decode("utf-8", errors="replace")
+    # bytes that are not UTF-8 (a U+FFFD the file itself holds, as pasted, is text)
+    invalid = text.count("\ufffd") - head.count("\ufffd".encode())
+    bad = invalid + len(_CONTROL.findall(text))
+    if bad * 10 <= len(text):
+        return None
+    return (
+        f"{path}: does not look like a text log: {bad / len(text):.0%} of its first "
+        f"{len(head) // 1024} KiB are control bytes or not UTF-8 (a binary file, or another encoding?)"
+    )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")  # not \t \n \r ESC
 
 
 def _tail(path: str) -> Iterator[RawLine | Gap]:
