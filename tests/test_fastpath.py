@@ -70,3 +70,50 @@ def test_scanner_engines_agree():
             continue
         res[engine] = {data.rfind(b"\n", 0, o) for o in sc.offsets(data)}
     assert len({frozenset(v) for v in res.values()}) == 1
+
+
+def test_hyperscan_pieces_find_every_line_the_pattern_finds():
+    """hyperscan runs each confirm pattern as trimmed pieces (`hs_pieces`): on every
+    fixture and corpus line, a piece matches wherever the whole pattern does, and each
+    piece compiles where the whole did."""
+    import re
+
+    from triage.engine.match import Matcher
+    from triage.ingest.scan import hs_pieces
+
+    _plain, _iplain, confirm = Matcher(get_rules()).scan_literals()
+    root = ROOT.parent / "tests"
+    lines = [
+        ln
+        for p in [*ROOT.glob("*/*/input.log"), *root.glob("corpus*/**/*.log")]
+        for ln in p.read_bytes().splitlines()
+    ]
+    trimmed = 0
+    for c in confirm:
+        flags = re.IGNORECASE if c.icase else 0
+        try:
+            whole = re.compile(c.pattern.encode(), flags)
+        except re.error:
+            continue
+        pieces, icase = hs_pieces(c.pattern)
+        parts = [re.compile(p.encode(), flags | (re.IGNORECASE if icase else 0)) for p in pieces]
+        trimmed += sum(p not in c.pattern.split("|") for p in pieces)
+        for ln in lines:
+            if whole.search(ln):
+                assert any(p.search(ln) for p in parts), (c.pattern, ln)
+    assert trimmed >= 2  # nan-loss's and the loss-is-nan clause's common heads are gone
+
+
+def test_hs_pieces_trim_only_an_unbounded_head_with_a_literal_after_it():
+    from triage.ingest.scan import hs_pieces
+
+    assert hs_pieces(r"(?:loss|grad[\w\x80-\xff]*) (?:is|was) not finite|x+y") == (
+        [" (?:is|was) not finite", "x+y"],
+        False,
+    )
+    assert hs_pieces(r"(?i)loss[ ]*=[ ]*(?:nan|inf)") == (["loss[ ]*=[ ]*(?:nan|inf)"], True)
+    assert hs_pieces(r"[Ll]oss(?:b|c\d+)? is (?:nan|inf)") == ([" is (?:nan|inf)"], False)
+    assert hs_pieces(r"lib(?:a|b\w*): cannot open shared object") == (
+        ["lib(?:a|b\w*): cannot open shared object"],
+        False,
+    )
