@@ -114,6 +114,6 @@ def test_hs_pieces_trim_only_an_unbounded_head_with_a_literal_after_it():
     assert hs_pieces(r"(?i)loss[ ]*=[ ]*(?:nan|inf)") == (["loss[ ]*=[ ]*(?:nan|inf)"], True)
     assert hs_pieces(r"[Ll]oss(?:b|c\d+)? is (?:nan|inf)") == ([" is (?:nan|inf)"], False)
     assert hs_pieces(r"lib(?:a|b\w*): cannot open shared object") == (
-        ["lib(?:a|b\w*): cannot open shared object"],
+        [r"lib(?:a|b\w*): cannot open shared object"],
         False,
     )

@@ -293,12 +293,13 @@ def hs_pieces(pattern: str) -> tuple[list[str], bool]:
     made it caseless: its top-level alternatives; one that starts with a common word
     (COMMON_HEADS) is trimmed to the part after its last unbounded repeat (`*`, `+`,
     `{n,}`, or a group holding one) where that part holds a longer literal run than the
-    head dropped, and at least PIECE_LITERAL_MIN bytes. A trimmed alternative matches wherever the whole one does (it is a suffix of
-    the concatenation), so the lines it finds are a superset, and it keeps the more
-    selective literal. What it saves is hyperscan trying the head at every common word
-    that starts it: `(?:loss|grad\w*) (?:is|was|became) not finite` is tried at every
-    "grad" of every step line, ` (?:is|was|became) not finite` is not; the rules' scan
-    ran at 400-670 MB/s with such heads, 1,170-1,730 without them (bench/README.md)."""
+    head dropped, and at least PIECE_LITERAL_MIN bytes. A trimmed alternative matches
+    wherever the whole one does (it is a suffix of the concatenation), so the lines it
+    finds are a superset, and it keeps the more selective literal. What it saves is
+    hyperscan trying the head at every common word that starts it: `(?:loss|grad\w*)
+    (?:is|was|became) not finite` is tried at every "grad" of every step line,
+    ` (?:is|was|became) not finite` is not; the rules' scan ran at 400-670 MB/s with
+    such heads, 1,200-1,700 without them (bench/README.md)."""
     icase = pattern.startswith("(?i)")
     body = pattern[4:] if icase else pattern
     out: list[str] = []
