@@ -16,6 +16,7 @@ from triage.ingest.reader import (
     read_chunks,
     until_damaged,
 )
+from triage.ingest.scan import CHUNK as SCAN_CHUNK
 from triage.ingest.scan import (
     HEAD_LINES,
     HEAD_MIN,
@@ -98,9 +99,12 @@ class Ingest:
             return
         fh = open_binary(path)
         damage: list[TruncatedInput] = []
+        # chunks of scan.CHUNK (8 MiB): a rank log of a folder is one chunk, with no
+        # partial line to carry into the next (a copy of the whole chunk)
+        chunks = until_damaged(read_chunks(fh, path, SCAN_CHUNK), damage)
         try:
             yield from windows(
-                self._progress(until_damaged(read_chunks(fh, path), damage)),
+                self._progress(chunks),
                 self.scanner,
                 head=self._head_lines,
                 tail_bytes=self._tail_bytes,

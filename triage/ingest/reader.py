@@ -249,13 +249,14 @@ class _ZstdStream:
         self._fh.close()
 
 
-def read_chunks(fh: BinaryIO, path: str) -> Iterator[bytes]:
-    """Yield chunks; a damaged compressed stream ends the data with a clear error."""
+def read_chunks(fh: BinaryIO, path: str, size: int = CHUNK) -> Iterator[bytes]:
+    """Yield chunks of at most `size` bytes; a damaged compressed stream ends the data
+    with a clear error."""
     # read1 returns what is decoded so far, so a cut-off gzip keeps its readable part
     read = getattr(fh, "read1", None) or fh.read
     while True:
         try:
-            chunk = read(CHUNK)
+            chunk = read(size)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             raise TruncatedInput(path, str(e)) from None
         except OSError as e:

@@ -12,6 +12,7 @@ offset does not matter.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from triage.ingest.lines import MAX_LINE, Gap, LineCap, RawLine, split_lines
+from triage.ingest.normalize import SourceState, normalize_plain
 
 __all__ = ["Confirm", "Gap", "LiteralScanner", "native_superset", "windows"]  # Gap: from lines
 
@@ -35,6 +37,18 @@ TAIL_MIN = 2 << 10  # the tail kept of each of many files read together (a rank 
 # for about 2,000 lines of Python in a 512 MiB log.
 SAMPLE_BYTES = 1 << 20
 SAMPLE_LINES = 4
+# The metric series, chosen natively (`_SeriesPicker`): from every STEP_BLOCK bytes the
+# first line with "loss" on it (what the progress reader reads as a step line: 4,096 of
+# them in 512 MiB, about 512 a rank of 8, what a picture keeps), and the lines around
+# the SERIES_GAPS largest gaps in time between those step lines in each chunk, bisected
+# down to the two lines the gap is between, where a gap is at least GAP_FACTOR times
+# the chunk's median and GAP_MIN_S long: a mid-run stall's step time is read whole.
+# Not found: a one-line loss spike between samples (a bytes regex reading every loss
+# value costs 0.3 us a value, 0.7-2.9 s in 512 MiB: bench/README.md).
+STEP_BLOCK = 128 << 10
+SERIES_GAPS = 2
+GAP_FACTOR = 4
+GAP_MIN_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,21 +125,24 @@ class LiteralScanner:
         flags = [0] * len(self.literals) + [caseless] * len(self.icase)
         if not pats and not self.confirm:
             return lambda buf: []
+        # each confirm pattern as the cheap pieces it has (`hs_pieces`): any match of a
+        # piece is a window, so the pieces need no ids of their own
+        pieces = [(c, hs_pieces(c.pattern)) for c in self.confirm]
         wanted = (
-            pats + [c.pattern.encode() for c in self.confirm],
-            flags + [caseless if c.icase else 0 for c in self.confirm],
+            pats + [x.encode() for _c, (alts, _i) in pieces for x in alts],
+            flags + [caseless if c.icase or i else 0 for c, (alts, i) in pieces for _x in alts],
         )
         db = _hs_cached(*wanted)
         if db is None:
             # a pattern hyperscan refuses: find it, one at a time, and scan its literals
-            for c in self.confirm:
-                flag = caseless if c.icase else 0
-                if _hs_compile([c.pattern.encode()], [flag]) is None:
+            for c, (alts, icase) in pieces:
+                flag = caseless if c.icase or icase else 0
+                if _hs_compile([x.encode() for x in alts], [flag] * len(alts)) is None:
                     pats.extend(re.escape(x.encode()) for x in c.literals)
-                    flags.extend([flag] * len(c.literals))
+                    flags.extend([caseless if c.icase else 0] * len(c.literals))
                 else:
-                    pats.append(c.pattern.encode())
-                    flags.append(flag)
+                    pats.extend(x.encode() for x in alts)
+                    flags.extend([flag] * len(alts))
             db = _hs_cached(pats, flags, also=wanted)  # next time found under `wanted`
             if db is None:
                 raise RuntimeError("hyperscan cannot compile the scan patterns")
@@ -274,6 +291,169 @@ def _confirmed(buf: bytes, hits: Iterator[tuple[int, list[re.Pattern[bytes]] | N
             kept = True
             out.append(off)
     return out
+
+
+# -- hyperscan's pieces of a confirm pattern ---------------------------------------------
+PIECE_LITERAL_MIN = 6  # a trimmed alternative keeps a literal run of at least this many bytes
+# The heads worth trimming: words on every healthy step line, which hyperscan would try
+# at each of millions of occurrences. Only these: a head such as `lib(?:cudart|...)`
+# trimmed to `: cannot open shared object file` would make a window on NCCL's plugin
+# line in every rank's log.
+COMMON_HEADS = ("loss", "Loss", "[Ll]oss", "grad", "(?:loss|", "(?:grad")
+
+
+def hs_pieces(pattern: str) -> tuple[list[str], bool]:
+    r"""The patterns hyperscan runs for one native superset, and whether a leading `(?i)`
+    made it caseless: its top-level alternatives; one that starts with a common word
+    (COMMON_HEADS) is trimmed to the part after its last unbounded repeat (`*`, `+`,
+    `{n,}`, or a group holding one) where that part holds a longer literal run than the
+    head dropped, and at least PIECE_LITERAL_MIN bytes. A trimmed alternative matches
+    wherever the whole one does (it is a suffix of the concatenation), so the lines it
+    finds are a superset, and it keeps the more selective literal. What it saves is
+    hyperscan trying the head at every common word that starts it: `(?:loss|grad\w*)
+    (?:is|was|became) not finite` is tried at every "grad" of every step line,
+    ` (?:is|was|became) not finite` is not; the rules' scan ran at 400-670 MB/s with
+    such heads, 1,200-1,700 without them (bench/README.md)."""
+    icase = pattern.startswith("(?i)")
+    body = pattern[4:] if icase else pattern
+    out: list[str] = []
+    for alt in _top_alternatives(body):
+        elems = _elements(alt)
+        if elems is None:
+            out.append(alt)
+            continue
+        cut = max((k for k, e in enumerate(elems[:-1]) if _unbounded(e)), default=-1)
+        head, tail = elems[: cut + 1], elems[cut + 1 :]
+        run = _literal_run(tail)
+        if (
+            alt.startswith(COMMON_HEADS)
+            and cut >= 0
+            and run >= PIECE_LITERAL_MIN
+            and run > _literal_run(head)
+        ):
+            out.append("".join(tail))
+        else:
+            out.append(alt)
+    return out, icase
+
+
+def _top_alternatives(src: str) -> list[str]:
+    """`src` split at its top-level `|` (not inside a group or a class)."""
+    out: list[str] = []
+    depth, start, i, n = 0, 0, 0, len(src)
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = _class_end(src, i)
+            if j < 0:
+                return [src]
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(src[start:i])
+            start = i + 1
+        i += 1
+    out.append(src[start:])
+    return out
+
+
+def _elements(alt: str) -> list[str] | None:
+    """The top-level elements of one alternative, each an atom with its quantifier, or
+    None where it does not parse (then it is kept whole)."""
+    out: list[str] = []
+    i, n = 0, len(alt)
+    while i < n:
+        c = alt[i]
+        if c == "\\":
+            j = i + (4 if alt[i + 1 : i + 2] == "x" else 2)
+        elif c == "[":
+            j = _class_end(alt, i) + 1
+        elif c == "(":
+            j = _group_end(alt, i) + 1
+        elif c in "*+?{|)":
+            return None
+        else:
+            j = i + 1
+        if j <= i or j > n:
+            return None
+        k = _skip_quantifier(alt, j)
+        out.append(alt[i:k])
+        i = k
+    return out
+
+
+def _split_quantifier(elem: str) -> tuple[str, str]:
+    """An element as (atom, quantifier)."""
+    if elem.startswith("\\"):
+        k = 4 if elem[1:2] == "x" else 2
+    elif elem.startswith("["):
+        k = _class_end(elem, 0) + 1
+    elif elem.startswith("("):
+        k = _group_end(elem, 0) + 1
+    else:
+        k = 1
+    return elem[:k], elem[k:]
+
+
+def _group_body(atom: str) -> str:
+    """The inside of a group atom: `(...)`, `(?:...)` or `(?i:...)`."""
+    for opening in ("(?:", "(?i:"):
+        if atom.startswith(opening):
+            return atom[len(opening) : -1]
+    return atom[1:-1]
+
+
+def _unbounded(elem: str) -> bool:
+    """An element that repeats without bound, or a group with such a repeat inside."""
+    atom, quant = _split_quantifier(elem)
+    if quant[:1] in ("*", "+") or re.match(r"\{\d+,\}", quant):
+        return True
+    if atom.startswith("("):
+        for alt in _top_alternatives(_group_body(atom)):
+            elems = _elements(alt)
+            if elems is None or any(_unbounded(e) for e in elems):
+                return True
+    return False
+
+
+def _literal_run(elems: list[str]) -> int:
+    """The longest run of bytes these elements always match literally, in a row: plain
+    characters and escaped punctuation, and groups of plain alternatives (their
+    shortest)."""
+    best = run = 0
+    for e in elems:
+        n = _literal_len(e)
+        run = run + n if n else 0
+        best = max(best, run)
+    return best
+
+
+def _literal_len(elem: str) -> int:
+    """How many bytes an element always matches literally (0: not a literal)."""
+    atom, quant = _split_quantifier(elem)
+    if quant:
+        return 0
+    if atom.startswith("\\x"):
+        return 1
+    if atom.startswith("\\"):
+        return 0 if atom[1:].isalnum() else 1
+    if atom.startswith("(?:"):
+        lens = []
+        for alt in _top_alternatives(_group_body(atom)):
+            elems = _elements(alt)
+            parts = [_literal_len(e) for e in elems or []]
+            lens.append(sum(parts) if elems and all(parts) else 0)
+        return min(lens)
+    if atom.startswith(("(", "[")):
+        return 0
+    return 0 if atom in ".^$" else 1
 
 
 # What a native engine is told for `\s` and `\w` outside a class: Python's str regexes
@@ -521,6 +701,7 @@ class _Windows:
         # A partial line longer than MAX_LINE is carried as its head and tail (`carry`
         # holds those bytes, so offsets still work) and the cap that knows its true size.
         self.cap: LineCap | None = None
+        self.series = _SeriesPicker()
 
     def run(self, chunks: Iterator[bytes]) -> Iterator[RawLine | Gap]:
         """Each chunk with a look at the next (is the tail in this one?), then the end."""
@@ -564,6 +745,7 @@ class _Windows:
         spans = _spans(data, self.scanner, self.before, self.after)
         if self.sample_lines and self.sample_bytes:
             spans.extend(_samples(data, self.data_pos, self.sample_bytes, self.sample_lines))
+            spans.extend(self.series.spans(data, self.before, self.after))
         self.data_pos += len(data)
         if self.pending_after:
             spans.append((0, _forward(data, 0, self.pending_after)))
@@ -645,6 +827,76 @@ def _samples(data: bytes, pos: int, every: int, n: int) -> list[tuple[int, int]]
                 out.append((start, _forward(data, start, n)))
         k += every
     return out
+
+
+class _SeriesPicker:
+    """The step lines of a chunk worth reading for the metric series and the step clock
+    (see STEP_BLOCK): spans of whole lines, found with `bytes.find`, one bytes regex and
+    a few dozen timestamps read per chunk."""
+
+    def __init__(self) -> None:
+        self.state = SourceState()  # the prefix peeler's state, for the probes only
+
+    def spans(self, data: bytes, before: int, after: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        timed: list[tuple[int, float]] = []  # (line start, time) of each step line read
+        for block in range(0, len(data), STEP_BLOCK):
+            i = data.find(b"loss", block, block + STEP_BLOCK)
+            if i < 0:
+                continue
+            start, end = _line_at(data, i)
+            out.append((start, end))
+            ts = self._ts(data, start, end)
+            if ts is not None:
+                timed.append((start, ts))
+        for pos in self._gaps(data, timed):
+            out.append((_backward(data, pos, before), _forward(data, pos, after + 1)))
+        return out
+
+    def _ts(self, data: bytes, start: int, end: int) -> float | None:
+        """The time of the line at `start`, as the line pipeline reads it."""
+        line = data[start:end].rstrip(b"\r\n")
+        if len(line) > 4096:
+            return None
+        p = normalize_plain(line, self.state)
+        return None if p is None else p.ts
+
+    def _gaps(self, data: bytes, timed: list[tuple[int, float]]) -> list[int]:
+        """The line starts right after the largest gaps in time between `timed` lines."""
+        gaps = sorted(
+            ((b[1] - a[1], a, b) for a, b in itertools.pairwise(timed) if b[1] >= a[1]),
+            key=lambda g: g[0],
+        )
+        if not gaps:
+            return []
+        floor = max(GAP_MIN_S, GAP_FACTOR * gaps[len(gaps) // 2][0])
+        return [self._bisect(data, a, b) for dt, a, b in gaps[::-1][:SERIES_GAPS] if dt >= floor]
+
+    def _bisect(self, data: bytes, lo: tuple[int, float], hi: tuple[int, float]) -> int:
+        """Halve the span between two timed lines toward the half with more of the time
+        until the two are (about) adjacent: the start of the line after the gap."""
+        for _ in range(40):
+            mid = data.find(b"\n", (lo[0] + hi[0]) // 2) + 1
+            probe = None
+            while 0 < mid < hi[0] and probe is None:
+                start, end = _line_at(data, mid)
+                probe = self._ts(data, start, end)
+                if probe is None:
+                    mid = end
+            if probe is None or not lo[1] <= probe <= hi[1] or mid <= lo[0]:
+                break
+            if hi[1] - probe >= probe - lo[1]:
+                lo = (mid, probe)
+            else:
+                hi = (mid, probe)
+        return hi[0]
+
+
+def _line_at(data: bytes, i: int) -> tuple[int, int]:
+    """The span of the whole line holding offset `i`, its newline included."""
+    start = data.rfind(b"\n", 0, i) + 1
+    end = data.find(b"\n", i)
+    return start, len(data) if end < 0 else end + 1
 
 
 def _backward(data: bytes, pos: int, n: int) -> int:
