@@ -20,7 +20,8 @@ def scan_notes(tail_only: bool, skipped_lines: int, engine: str) -> list[str]:
         return [
             f"Fast scan: {skipped_lines} lines without any rule's literal were "
             f"skipped (engine: {engine}); "
-            "step metrics are sampled (the head, the tail and a few lines every MiB)."
+            "step metrics are sampled (the head, the tail, a step line every 128 KiB "
+            "and the lines around the longest pauses between them)."
         ]
     return []
 

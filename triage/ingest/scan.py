@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from triage.cache import cache_dir
 from triage.ingest.lines import MAX_LINE, Gap, LineCap, RawLine, split_lines
 from triage.ingest.normalize import SourceState, normalize_plain
 
@@ -253,12 +254,7 @@ def _hs_path(pats: list[bytes], flags: list[int]) -> Path:
 
 
 def _cache_dir() -> Path:
-    """TRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/triage, else ~/.cache/triage."""
-    env = os.environ.get("TRIAGE_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "triage"
+    return cache_dir()  # triage/cache.py: TRIAGE_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
 
 
 def _first(hit: tuple[int, object]) -> int:

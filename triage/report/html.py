@@ -253,8 +253,9 @@ def _pictures(r: Report) -> str:
                 cap += f", ranks {ranges(ranks)}"
             if sampled:
                 cap += (
-                    " (sampled: the fast scan of a big log reads its head, its tail and a "
-                    "few lines every MiB; --full reads every line)"
+                    " (sampled: the fast scan of a big log reads its head, its tail, a step "
+                    "line every 128 KiB and the lines around its longest pauses; --full "
+                    "reads every line)"
                 )
             out.append(_figure(n, svg, cap, len(drawn)))
     if r.gpus:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from triage.model import Evidence, ExceptionInfo, Finding, Line, RankSpan, Series
 
@@ -39,19 +40,26 @@ class SpanState:
 
 
 class Thinned:
-    """A series thinned evenly as it grows: every `stride`-th finite value is kept, and
-    when the kept points reach twice the target every other one is dropped and the
-    stride doubles. The last value is always kept; non-finite values are kept apart."""
+    """A series thinned as it grows, its extremes kept: the finite values fall in
+    buckets of `stride` consecutive values, and each bucket keeps its lowest and its
+    highest value, so a loss spike or a stall's step time is never thinned away; when
+    the buckets reach BUCKETS each pair merges and the stride doubles. The first and
+    last values are always kept; non-finite values are kept apart."""
 
-    __slots__ = ("count", "finite", "last", "nonfinite", "points", "stride", "x")
+    __slots__ = ("buckets", "count", "finite", "first", "last", "nonfinite", "open", "stride", "x")
+
+    BUCKETS = SERIES_POINTS - 2  # two points a bucket, the first and last values: <= 2 * SERIES_POINTS
 
     def __init__(self, x: str) -> None:
         self.x = x
-        self.points: list[tuple[float, float]] = []
+        # a bucket: [low, high, values in it], each extreme as (index, x, y)
+        self.buckets: list[list[Any]] = []
+        self.open: list[Any] | None = None
         self.stride = 1
         self.finite = 0
         self.count = 0
-        self.last: tuple[float, float] | None = None
+        self.first: tuple[int, float, float] | None = None
+        self.last: tuple[int, float, float] | None = None
         self.nonfinite: list[float] = []
 
     def add(self, x: float, y: float) -> None:
@@ -60,22 +68,43 @@ class Thinned:
             if len(self.nonfinite) < NONFINITE_KEPT:
                 self.nonfinite.append(x)
             return
-        n = self.finite
+        point = (self.finite, x, y)
         self.finite += 1
-        self.last = (x, y)
-        if n % self.stride:
-            return
-        self.points.append((x, y))
-        if len(self.points) >= 2 * SERIES_POINTS:
-            # the kept points are values 0, s, 2s, ...; every other one is 0, 2s, 4s, ...
-            # which is exactly what the doubled stride keeps from now on
-            self.points = self.points[::2]
-            self.stride *= 2
+        self.last = point
+        if self.first is None:
+            self.first = point
+        b = self.open
+        if b is None:
+            b = self.open = [point, point, 0]
+        else:
+            if y < b[0][2]:
+                b[0] = point
+            if y > b[1][2]:
+                b[1] = point
+        b[2] += 1
+        if b[2] >= self.stride:
+            self.buckets.append(b)
+            self.open = None
+            if len(self.buckets) >= self.BUCKETS:
+                self._merge()
+
+    def _merge(self) -> None:
+        """Each pair of buckets becomes one, with the pair's extremes (the earlier on a tie)."""
+        old, self.buckets = self.buckets, []
+        for a, b in zip(old[::2], old[1::2], strict=False):
+            low = a[0] if a[0][2] <= b[0][2] else b[0]
+            high = a[1] if a[1][2] >= b[1][2] else b[1]
+            self.buckets.append([low, high, a[2] + b[2]])
+        if len(old) % 2:
+            self.buckets.append(old[-1])
+        self.stride *= 2
 
     def series(self, name: str, rank: int | None) -> Series:
-        pts = list(self.points)
-        if self.last is not None and (not pts or pts[-1] != self.last):
-            pts.append(self.last)
+        kept: dict[int, tuple[float, float]] = {}
+        for p in (self.first, *(e for b in (*self.buckets, self.open) if b for e in b[:2]), self.last):
+            if p is not None:
+                kept[p[0]] = (p[1], p[2])
+        pts = [kept[i] for i in sorted(kept)]  # in the order the values came
         return Series(
             name=name,
             rank=rank,
