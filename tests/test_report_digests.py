@@ -34,6 +34,7 @@ CORPORA = [
     "corpus_real3",
     "corpus_real4",
     "corpus_real5",
+    "corpus_real6",
 ]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 

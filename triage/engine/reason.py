@@ -103,7 +103,7 @@ def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Can
             rules[rid],
             fs,
             conf,
-            _pick_evidence(fs),
+            _pick_evidence(_inner_first(fs, rules[rid])),
             first_seen=when(fs[0]),
             inferred=inferred,
             severity=_severity(rules[rid], fs),
@@ -117,6 +117,27 @@ def _severity(rule: Rule, fs: list[Finding]) -> str:
         if c.severity == "error" and (c.name or f"match[{c.index}]") in names:
             return "error"
     return rule.severity
+
+
+LOG_KINDS = ("line", "exception")  # findings that point at a line the log holds
+
+
+def _inner_first(fs: list[Finding], rule: Rule) -> list[Finding]:
+    """The findings in time order, except that a wrapper clause's lines (a header or a
+    re-raise that only carries the error) come after the rule's other log lines, when it
+    has any: the error itself leads the evidence, not what wraps it."""
+    wrappers = {c.name or f"match[{c.index}]" for c in rule.clauses if c.wrapper}
+    if not wrappers:
+        return fs
+
+    def wraps(f: Finding) -> bool:
+        return f.clause.removesuffix(" (cut)") in wrappers
+
+    lead = [f for f in fs if f.kind in LOG_KINDS and not wraps(f)]
+    if not lead or len(lead) == len(fs):
+        return fs
+    led = {id(f) for f in lead}
+    return lead + [f for f in fs if id(f) not in led]
 
 
 def _pick_evidence(fs: list[Finding]) -> list[Evidence]:

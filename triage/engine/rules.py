@@ -91,6 +91,7 @@ MATCH_KEYS = {
     "select",
     "unlisted",
     "near",
+    "wrapper",
 }
 # Keys that once meant something (or nothing): rejected with what to write instead.
 RETIRED_KEYS = {
@@ -146,6 +147,10 @@ class Clause:
     near: Near | None = None  # line and code clauses: a companion line just before
     # exception clauses: the innermost frame (where it was raised) matches this
     raised_in: regex.Pattern[str] | None = None
+    # the matched line only carries or echoes an error another clause's line states in
+    # full (BackendCompilerFailed's header, the DataLoader re-raise, the watchdog's
+    # "Timeout at NCCL work" summary): that line leads the evidence when there is one
+    wrapper: bool = False
 
     def owns(self, code: int) -> bool:
         """A code clause: whether `code` is one of the rows it selects."""
@@ -456,7 +461,19 @@ def _clause(rid: str, i: int, m: Any, p: str) -> Clause:
         clause = replace(
             clause, raised_in=_compile(m["raised_in"], p, f"{key}.raised_in", False, required=True)
         )
-    return _code_and_near(clause, m, p, key)
+    return _code_and_near(_wrapper(clause, m, p, key), m, p, key)
+
+
+def _wrapper(c: Clause, m: dict[str, Any], p: str, key: str) -> Clause:
+    """`wrapper = true`: a line or exception clause whose line gives way, as evidence, to
+    the rule's other lines (the inner error it carries)."""
+    if "wrapper" not in m:
+        return c
+    if not isinstance(m["wrapper"], bool):
+        raise RuleError(p, f"{key}.wrapper", "must be true or false")
+    if c.kind not in ("line", "exception"):
+        raise RuleError(p, f"{key}.wrapper", "only a line or exception clause wraps another error")
+    return replace(c, wrapper=m["wrapper"])
 
 
 def _text_patterns(
