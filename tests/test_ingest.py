@@ -435,3 +435,12 @@ def test_a_named_timestamp_prefix_gives_the_line_its_time():
     (p,) = list(normalize(b"[grug-train 2026-07-29 04:11:02] step 5 loss 1.0", SourceState()))
     (q,) = list(normalize(b"2026-07-29 04:11:02 step 5 loss 1.0", SourceState()))
     assert p.text == "step 5 loss 1.0" and p.ts is not None and p.ts == q.ts
+
+
+def test_openmpi_timestamp_output_is_peeled():
+    # mpirun --timestamp-output: ctime glued before OpenMPI's [job,rank]<stream>: label
+    state = SourceState()
+    p = peel("Wed Mar  6 21:04:17 2024[1,3]<stderr>:RuntimeError: NCCL error", state)
+    assert (p.text, p.rank) == ("RuntimeError: NCCL error", 3)
+    assert p.ts == peel("Wed Mar  6 21:04:18 2024 x", state).ts - 1
+    assert peel("Wed is when the run started", state).ts is None

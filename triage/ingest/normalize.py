@@ -80,6 +80,17 @@ def _syslog_ts(m: re.Match[str]) -> float | None:
 _YEARLESS_BASE = 0.0
 
 
+def _ctime_ts(m: re.Match[str]) -> float | None:
+    mon, d, h, mi, s, y = m.group("mon", "d", "h", "mi", "s", "y")
+    mo = _MONTHS.get(mon)
+    if mo is None:
+        return None
+    try:
+        return _hour_start(int(y), mo, int(d), int(h)) + int(mi) * 60 + int(s)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _clock_ts(m: re.Match[str]) -> float | None:
     # a time of day only: orders lines within a day (a run across midnight goes back)
     h, mi, s = int(m.group("h")), int(m.group("mi")), int(m.group("s"))
@@ -150,6 +161,15 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
         ),
         _ts(_syslog_ts),
     ),
+    # ctime / `date`, as OpenMPI's --timestamp-output writes it before "[1,0]<stdout>:"
+    (
+        "ctime",
+        re.compile(
+            r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) "
+            r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})(?:\s+|(?=\[))"
+        ),
+        _ts(_ctime_ts),
+    ),
     ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"), _drop),
     ("dmesg", re.compile(r"\[\s*\d+\.\d{3,}\]\s?"), _drop),
     (
@@ -201,7 +221,7 @@ PREFIX_ANY = _combine(PREFIXES)
 _WORD_LED = frozenset("abcdefghijklmnopqstuvwxyz_")
 _WORD_ROWS = frozenset({"slurm-node-rank", "compose", "py-logging-dash", "logger-name"})
 _UPPER_LED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_UPPER_ROWS = _WORD_ROWS | {"glog", "syslog", "py-logging", "level-word", "gh-lineno"}
+_UPPER_ROWS = _WORD_ROWS | {"glog", "syslog", "ctime", "py-logging", "level-word", "gh-lineno"}
 PREFIX_WORD = _combine(PREFIXES, _WORD_ROWS)
 PREFIX_UPPER = _combine(PREFIXES, _UPPER_ROWS)
 
