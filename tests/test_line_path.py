@@ -261,7 +261,7 @@ def test_lines_with_maps_each_hit_to_its_line(texts: list[str]) -> None:
     from triage.ingest.literals import LinesWith
 
     lits = ["error", "x y", "traceback (most recent call last)", "nccl"]
-    edge = ["İİ ERROR", "", "no", "x y and Error", "x\ty", "İ" * 40 + "nccl"]
+    edge = ["İİ ERROR", "", "no", "x y and Error", "x\ty", "İ" * 40 + "nccl", "a\nb error", "nccl"]
     for batch in (edge, texts[:5000], texts[5000:20000]):
         want = {i: {j for j, lit in enumerate(lits) if lit in t.lower()} for i, t in enumerate(batch)}
         want = {i: v for i, v in want.items() if v}

@@ -36,7 +36,7 @@ class LinesWith:
         self.literals = tuple(literals)
         self.caseless = caseless
         self.which = which
-        self._ac = _automaton(self.literals) if self.literals else None
+        self._ac: Any = _automaton(self.literals) if self.literals else None
         self.available = self._ac is not None or not self.literals
 
     def of(self, texts: Sequence[str]) -> dict[int, set[int]]:
@@ -44,6 +44,8 @@ class LinesWith:
         if self._ac is None:
             return {}
         joined = "\n".join(texts)
+        if joined.count("\n") != len(texts) - 1:  # a text holds a newline: line by line
+            return self._each(texts)
         lengths: Sequence[str] = texts
         if self.caseless:
             low = joined.lower()
@@ -62,4 +64,14 @@ class LinesWith:
                 out[i] = {lit}
             else:
                 hit.add(lit)
+        return out
+
+    def _each(self, texts: Sequence[str]) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for i, text in enumerate(texts):
+            found = self._ac.find_matches_as_indexes(
+                text.lower() if self.caseless else text, overlapping=True
+            )
+            if found:
+                out[i] = {lit for lit, _s, _e in found}
         return out
