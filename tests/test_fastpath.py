@@ -79,7 +79,7 @@ def test_hyperscan_pieces_find_every_line_the_pattern_finds():
     import re
 
     from triage.engine.match import Matcher
-    from triage.ingest.scan import hs_pieces
+    from triage.ingest.supersets import hs_pieces
 
     _plain, _iplain, confirm = Matcher(get_rules()).scan_literals()
     root = ROOT.parent / "tests"
@@ -105,7 +105,7 @@ def test_hyperscan_pieces_find_every_line_the_pattern_finds():
 
 
 def test_hs_pieces_trim_only_an_unbounded_head_with_a_literal_after_it():
-    from triage.ingest.scan import hs_pieces
+    from triage.ingest.supersets import hs_pieces
 
     assert hs_pieces(r"(?:loss|grad[\w\x80-\xff]*) (?:is|was) not finite|x+y") == (
         [" (?:is|was) not finite", "x+y"],

@@ -20,7 +20,8 @@ from triage.engine.noise import SHAPES, noise_lines
 from triage.ingest import Ingest
 from triage.ingest.normalize import SourceState, normalize
 from triage.ingest.reader import split_lines
-from triage.ingest.scan import LiteralScanner, native_superset
+from triage.ingest.scan import LiteralScanner
+from triage.ingest.supersets import native_superset
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted((ROOT / "fixtures").glob("*/*/input.log"))

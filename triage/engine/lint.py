@@ -161,7 +161,7 @@ class _Noise:
     def clause(self, where: str, lits: tuple[str, ...], icase: bool, pattern: Any) -> list[str]:
         """The errors of one clause's literals: each on too many noise lines (counted
         where the clause's native regex matches too, when it has one)."""
-        from triage.ingest.scan import native_superset
+        from triage.ingest.supersets import native_superset
 
         buf = self.buf
         native = native_superset(pattern.pattern) if pattern is not None else None

@@ -11,7 +11,8 @@ from typing import Any
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
 from triage.ingest.literals import LinesWith
-from triage.ingest.scan import Confirm, native_superset
+from triage.ingest.scan import Confirm
+from triage.ingest.supersets import native_superset
 from triage.model import Confidence, EndState, Event, Evidence, ExceptionInfo, Finding, Line
 from triage.structure import root_exception
 
