@@ -445,3 +445,12 @@ def test_openmpi_timestamp_output_is_peeled():
     later = peel("Wed Mar  6 21:04:18 2024 x", state).ts
     assert p.ts is not None and later == p.ts + 1
     assert peel("Wed is when the run started", state).ts is None
+
+
+def test_a_rank_label_alone_is_that_ranks_blank_line():
+    # torchrun --tee and c10d's excepthook print a rank's empty line as its label alone
+    state = SourceState()
+    for raw, rank in (("[rank3]: ", 3), ("[default2]:", 2), ("[1,5]<stdout>:", 5)):
+        p = peel(raw.rstrip(), state)
+        assert (p.text, p.rank) == ("", rank)
+    assert peel("rank3]:", state).text == "rank3]:"  # no such launcher label: left as it is

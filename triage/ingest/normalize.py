@@ -247,6 +247,13 @@ _ROWS: dict[str, tuple[re.Pattern[str], Handler | None]] = {
     f"r{i}": (rx, None if handler is _drop else handler) for i, (_name, rx, handler) in enumerate(PREFIXES)
 }
 
+# the rows that label a line with its rank: one that is nothing else is that rank's blank line
+_RANK_ROWS = frozenset(
+    f"r{i}"
+    for i, (name, _rx, _h) in enumerate(PREFIXES)
+    if name in ("torchrun-role", "rank-bracket", "openmpi")
+)
+
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
 
@@ -359,6 +366,12 @@ def peel(text: str, state: SourceState) -> Peeled:
             break
         end = m2.end()
         if not 0 < end < len(t):
+            if end and m2.lastgroup in _RANK_ROWS:  # "[rank3]:" alone: a blank line of rank 3
+                rx, handler = _ROWS[m2.lastgroup]
+                m3 = rx.match(t)
+                if m3 is not None and handler is not None:
+                    handler(m3, p)
+                t = ""
             break
         rx, handler = _ROWS[m2.lastgroup]
         if handler is not None:
