@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from triage.ingest.normalize import Peeled, SourceState, normalize, normalize_plain
+from triage.ingest.raw import Gap, RawLine
+from triage.ingest.unwrap import Unwrapper
 from triage.model import Line, SourceInfo, new_line
 
 __all__ = [
@@ -75,23 +75,6 @@ CUT_MARKER = b" ...[%d bytes cut]... "  # between a cut line's head and tail; %d
 def cut_marker(cut: int) -> bytes:
     """The one marker standing for `cut` bytes dropped from the middle of a line."""
     return CUT_MARKER % cut
-
-
-class RawLine(NamedTuple):
-    """One physical line as read (a tuple: built once per line, cheaply)."""
-
-    lineno: int
-    data: bytes
-    complete: bool  # False for a last line with no newline
-    cut_bytes: int = 0  # bytes dropped from the middle of a huge line
-    length: int = 0  # the whole line's length in bytes, where it was cut (else 0)
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """Lines were skipped before the next one: structure state must not span it."""
-
-    lines: int
 
 
 # -- the cap ---------------------------------------------------------------------------
@@ -443,8 +426,9 @@ class SourceLines:
         plain = self._ranks.rank is None  # most files: no name rank, nothing to wait for
         seq = self.seq
         last: RawLine | None = None
+        unwrap = Unwrapper()
         try:
-            for raw in raws:
+            for raw in unwrap(raws):
                 if isinstance(raw, Gap):
                     self.seq = seq
                     yield from self.gap()
@@ -469,7 +453,15 @@ class SourceLines:
         finally:
             self.seq = seq
             if last is not None:
-                self.lines, self.ends_without_newline = last.lineno, not last.complete
+                self.lines, self.ends_without_newline = (
+                    max(last.lineno, unwrap.last_lineno),
+                    not last.complete,
+                )
+            if unwrap.joined:
+                self.notes.append(
+                    f"{self.name}: hard-wrapped at {unwrap.width} columns (a terminal's copy): "
+                    f"{unwrap.joined} cut lines were joined to the line before them"
+                )
 
     def line(self, raw: RawLine) -> list[Line]:
         """The `Line`s of one raw line (a live feed's step; `read` is the loop)."""
