@@ -4,14 +4,15 @@ A paste copied out of a terminal (or a pane captured without joining) breaks eve
 longer than the terminal at exactly W columns: "RuntimeError: CUDA out of me" / "mory.
 Tried to allocate ...". No rule can match a message cut in two like that. A source is
 taken for wrapped when, in its first lines, several different lines (not banners) all
-have the longest length W (at least MIN_WIDTH), most of them do not end as a sentence
-or a record does, few lines are just short of W (a terminal cuts every longer line to
-exactly W; lines of a fixed format vary around their longest), and the line after one
-does not begin the way the log's own lines begin (a message every rank repeats, a
-logger that shortens its messages to W characters or a table padded to W all start a
-new record on the next line). Then
-each line of exactly W characters is joined with the one after it; the joined line
-keeps the first piece's number. Anything else is passed through unchanged.
+have the longest length W (at least MIN_WIDTH); enough of them are followed by a
+shorter line (a cut line's last piece; padding makes every line W long); most of them
+do not end as a sentence or a record does; few lines are just short of W (a terminal
+cuts every longer line to exactly W, while lines of a fixed format vary around their
+longest); and the line after one does not begin the way the log's own lines begin (a
+message every rank repeats, a logger that shortens its messages to W characters or a
+table padded to W all start a new record on the next line). Then each line of exactly
+W characters is joined with the one after it; the joined line keeps the first piece's
+number. Anything else is passed through unchanged.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from triage.ingest.raw import Gap, RawLine
 
 DECIDE_LINES = 400  # physical lines read before deciding
 MIN_WIDTH = 60  # a terminal narrower than this is not one a log is read in
-MIN_WRAPPED = 3  # lines of exactly the width, at least
+MIN_WRAPPED = 3  # different lines of exactly the width, at least
 
 
 def _text(raw: RawLine) -> str:
     return raw.data.decode("utf-8", errors="replace").removesuffix("\r")
 
 
-_NATURAL_END = frozenset(".)]:;!?'\"`>|")  # how a line that was not cut usually ends
+_NATURAL_END = frozenset(".)]}:;!?'\"`>|")  # how a line that was not cut usually ends
 
 
 def wrap_width(raws: list[RawLine]) -> int | None:
@@ -43,15 +44,17 @@ def wrap_width(raws: list[RawLine]) -> int | None:
         return None
     # lines of exactly the width, followed by a line: banners ("=" * 80) are no cut
     at = [i for i, t in enumerate(texts[:-1]) if len(t) == width and texts[i + 1] and len(set(t.strip())) > 2]
-    if len({texts[i] for i in at}) < MIN_WRAPPED:
-        return None  # one message repeated (every rank's) is as long each time: no cut
-    if len(at) * 10 > sum(1 for t in texts if t) * 7:
-        return None  # most lines that wide: padded (a pane's border, a table), not cut
-    if sum(1 for i in at if texts[i][-1] in _NATURAL_END) * 2 > len(at):
-        return None  # they end as sentences and records do, not at an arbitrary column
+    natural = sum(1 for i in at if texts[i][-1] in _NATURAL_END)
     # a terminal cuts every longer line to exactly the width: lines just short of it are
     # few; lines of a fixed format (step lines) come in lengths around their longest
-    if sum(1 for t in texts if width - 3 <= len(t) < width) * 3 > len(at):
+    near = sum(1 for t in texts if width - 3 <= len(t) < width)
+    if len({texts[i] for i in at}) < MIN_WRAPPED:
+        return None  # one message repeated (every rank's) is as long each time: no cut
+    if sum(1 for i in at if len(texts[i + 1]) < width) * 10 < len(at) * 3:
+        return None  # a cut line's last piece is shorter; padding (a pane, a table) is not
+    if natural * 2 > len(at):
+        return None  # they end as sentences and records do, not at an arbitrary column
+    if near * 3 > len(at):
         return None
     # the line after a cut one starts mid-word, not as the log's own lines start
     nexts = {i + 1 for i in at}
