@@ -180,3 +180,13 @@ def test_an_oom_the_run_trained_on_after_is_handled() -> None:
     # the same OOM as the last thing the run did is the failure
     last = next(d for d in triage(steps + oom).diagnoses if d.signature == "cuda-oom")
     assert last.confidence == Confidence.CONFIRMED
+
+
+def test_a_message_wholly_on_the_next_line_is_not_credited_to_the_cut_one() -> None:
+    # the long line ends inside a cut-aware message's prefix; the whole message follows
+    # on its own line: that line is the evidence, not the one before it
+    first = "x" * 40 + " torch.distributed.DistStoreError: Timed out after 601 seconds waiting fo"
+    second = "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined."
+    d = triage(f"{first}\n{second}\n").diagnoses[0]
+    assert d.signature == "rendezvous-failure"
+    assert d.evidence[0].line == 2

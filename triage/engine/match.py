@@ -327,12 +327,14 @@ class Matcher:
             return
         if _BAR_START.match(nxt.text.lstrip()) is None:
             # not a bar drawn over it: a hard-wrapped paste, when the two lines joined are
-            # the whole message
+            # the whole message, and it starts on the cut line (a message wholly on the
+            # next line is that line's own)
             pending = [
                 (c, line, ctx, m2)
                 for c, line, ctx, _ in pending
                 if len(line.text) >= WRAP_MIN
                 and (m2 := c.search(f"{line.text} {nxt.text.lstrip()}")) is not None
+                and m2.start() < len(line.text)
             ]
         self._add_cut(self.found, pending)
 
