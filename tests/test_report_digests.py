@@ -35,6 +35,7 @@ CORPORA = [
     "corpus_real4",
     "corpus_real5",
     "corpus_real6",
+    "corpus_real8",
 ]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 
