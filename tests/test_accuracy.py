@@ -144,6 +144,8 @@ SCARY = (
     b"Warning",
 )
 REAL_SCARY = (*SCARY, b"inf)", b"hang", b"were not used")
+# corpus_real8's benign logs: also the words a grep for failures trips on in warnings
+REAL8_SCARY = (*REAL_SCARY, b"were not initialized", b"errno: 97", b"Traceback")
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -423,8 +425,34 @@ SPECS = (
         benign_min=0.95,
         verdict=True,
     ),
+    # the seventh batch, about honesty (first score 0.867 top-1, 2 wrong confirmed, 1/20 benign
+    # alarms, bench/README.md): mostly benign logs that look scary (warnings, recovered retries,
+    # exceptions printed at exit after a finished run) and inconclusive cut-off logs; its
+    # root-line share (7 failures) is not yet at goal
+    Spec(
+        "corpus_real8",
+        35,
+        20,
+        {"truncated-unknown": 7},
+        ("reconstructed from https://github.com/",),
+        distinct=7,
+        alternates_rare=False,
+        scary=REAL8_SCARY,
+        marks=REAL_MARKS,
+        top1_min=0.95,
+        top3_min=0.97,
+        benign_min=0.95,
+    ),
 )
-REAL = ("corpus_real", "corpus_real3", "corpus_real4", "corpus_real5", "corpus_real6", "corpus_real7")
+REAL = (
+    "corpus_real",
+    "corpus_real3",
+    "corpus_real4",
+    "corpus_real5",
+    "corpus_real6",
+    "corpus_real7",
+    "corpus_real8",
+)
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real
 # one is only label-checked there: its score is taken once, below)

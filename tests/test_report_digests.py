@@ -36,6 +36,7 @@ CORPORA = [
     "corpus_real5",
     "corpus_real6",
     "corpus_real7",
+    "corpus_real8",
 ]
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 
