@@ -190,3 +190,17 @@ def test_a_message_wholly_on_the_next_line_is_not_credited_to_the_cut_one() -> N
     d = triage(f"{first}\n{second}\n").diagnoses[0]
     assert d.signature == "rendezvous-failure"
     assert d.evidence[0].line == 2
+
+
+def test_a_run_that_says_how_it_ended_is_not_cut_off() -> None:
+    body = "".join(f"step {i} loss 2.{i}\n" for i in range(5))
+    for last in (
+        "Results written to eval_out/scores.json",
+        "Model saved to /train/saved_model/mnist/1",
+        "wandb: Synced 6 W&B file(s), 0 media file(s), 0 artifact file(s) and 0 other file(s)",
+        "Time limit reached. Elapsed time is 0:00:05. Signaling Trainer to stop.",
+    ):
+        r = triage(body + last + "\n")
+        assert r.end_state.kind == "clean-exit", last
+        assert not r.diagnoses, last
+    assert triage(body + "the results saved to the cache are stale\n").end_state.kind != "clean-exit"

@@ -140,7 +140,11 @@ CLEAN_EXIT_RE = re.compile(
     r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
     r"|all done|run (?:finished|completed)|exit(?:ed)?(?: with)? (?:code|status)[ =:]*0\b"
     r"|^done\b|train_runtime|Training completed|=+ \d+ passed\b|\bSynced \S+:|\(success\)\.?$"
-    r"|^Ran \d+ tests? in [\d.]+s$|^OK(?: \([\w ,=]+\))?$)"
+    r"|^Ran \d+ tests? in [\d.]+s$|^OK(?: \([\w ,=]+\))?$"
+    # what an evaluation, an export or a tracker says as the run ends: the results
+    # written, the model saved, wandb's files synced, Lightning's max_time stop
+    r"|^(?:(?-i:[A-Z])\w* )?results? (?:(?:were|was) )?(?:written|saved) to\b|^(?:final )?model saved to\b"
+    r"|\bSynced \d+ W&B file|Signaling Trainer to stop)"
 )
 
 # a progress bar that reached its end: "100%|██████████| 782/782 [...]"
