@@ -24,20 +24,8 @@ from triage.report import render_to_string
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGESTS = ROOT / "tests" / "data" / "report-digests.json"
-CORPORA = [
-    "corpus",
-    "corpus_heldout",
-    "corpus_heldout2",
-    "corpus_heldout3",
-    "corpus_heldout4",
-    "corpus_real",
-    "corpus_real3",
-    "corpus_real4",
-    "corpus_real5",
-    "corpus_real6",
-    "corpus_real7",
-    "corpus_real8",
-]
+# every corpus under tests/ (a new batch is pinned the day it lands)
+CORPORA = sorted(p.name for p in (ROOT / "tests").glob("corpus*") if (p / "logs").is_dir())
 VOLATILE = ("history",)  # what the user's own run history adds; off in tests, but never pinned
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from triage.engine.predicates import all_hold
 from triage.engine.rules import Clause, Rule, Unless
@@ -21,6 +21,16 @@ CONTEXT = 2
 CONTEXT_CHARS = 300  # of a line kept as another line's context
 WRAP_MIN = 60  # a line this long that goes on in the next one may be a hard-wrapped paste
 _BAR_START = re.compile(r"(?:[^|]{0,40}:\s*)?\d{1,3}%\|")  # a tqdm frame drawn over a line
+
+
+class _Automaton(NamedTuple):
+    """The prefilter's native form: one automaton over the lower-cased literals, per
+    literal its (order, exact literal or None, targets), and the same literals for a
+    batch of lines at once."""
+
+    ac: Any
+    entries: list[list[tuple[int, str | None, list[Any]]]]
+    batch: LinesWith
 
 
 class Prefilter:
@@ -44,8 +54,8 @@ class Prefilter:
         self._ilow = {k.lower(): v for k, v in icase_literals.items()}
         self._ac = self._automaton()
 
-    def _automaton(self) -> Any:
-        """(automaton, per lower-cased literal: [(order, exact literal or None, targets)])."""
+    def _automaton(self) -> _Automaton | None:
+        """The automaton of every literal, or None without ahocorasick-rs (or literals)."""
         try:
             import ahocorasick_rs
         except ImportError:  # the re alternation below does the same, slower
@@ -61,13 +71,15 @@ class Prefilter:
         keys = [k for k in entries if k]
         if not keys:
             return None
-        return ahocorasick_rs.AhoCorasick(keys), [entries[k] for k in keys], LinesWith(keys, caseless=True)
+        return _Automaton(
+            ahocorasick_rs.AhoCorasick(keys), [entries[k] for k in keys], LinesWith(keys, caseless=True)
+        )
 
     def batch(self, texts: list[str]) -> dict[int, list[Any]] | None:
         """`hits` of each line of a batch that has any, by index (None: ask each line)."""
         if self._ac is None:
             return None
-        found = self._ac[2].of(texts)
+        found = self._ac.batch.of(texts)
         out = {}
         for i, lits in found.items():
             hits = self._pick(lits, texts[i])
@@ -80,14 +92,15 @@ class Prefilter:
         if self._ac is not None:
             # only which literals occur matters, not where: offsets in the lower-cased
             # line (which may differ in length) are never used
-            found = {i for i, _s, _e in self._ac[0].find_matches_as_indexes(text.lower(), overlapping=True)}
+            found = {i for i, _s, _e in self._ac.ac.find_matches_as_indexes(text.lower(), overlapping=True)}
             return self._pick(found, text) if found else []
         return self._scan(text)
 
     def _pick(self, found: set[int], text: str) -> list[Any]:
         """The targets of the automaton's literals `found` in `text`, in rule order (a
         case-sensitive literal only where it occurs as written)."""
-        entries = self._ac[1]
+        assert self._ac is not None  # only called with the automaton's hits
+        entries = self._ac.entries
         picked = [
             (order, targets)
             for i in found

@@ -56,12 +56,16 @@ def _hour_start(y: int, mo: int, d: int, h: int) -> int:
     return calendar.timegm((y, mo, d, h, 0, 0, 0, 0, 0))
 
 
-def _iso_ts(m: re.Match[str]) -> float | None:
-    y, mo, d, h, mi, s, frac = m.group("y", "mo", "d", "h", "mi", "s", "frac")
+def _epoch(y: str, mo: int | str, d: str, h: str, mi: str, s: str, frac: str | None = None) -> float | None:
+    """Seconds since the epoch of a dated time (UTC), or None for an impossible one."""
     try:
         return _hour_start(int(y), int(mo), int(d), int(h)) + int(mi) * 60 + int(s) + _frac(frac)
     except (ValueError, OverflowError):
         return None
+
+
+def _iso_ts(m: re.Match[str]) -> float | None:
+    return _epoch(*m.group("y", "mo", "d", "h", "mi", "s", "frac"))
 
 
 def _glog_ts(m: re.Match[str]) -> float | None:
@@ -83,12 +87,7 @@ _YEARLESS_BASE = 0.0
 def _ctime_ts(m: re.Match[str]) -> float | None:
     mon, d, h, mi, s, y = m.group("mon", "d", "h", "mi", "s", "y")
     mo = _MONTHS.get(mon)
-    if mo is None:
-        return None
-    try:
-        return _hour_start(int(y), mo, int(d), int(h)) + int(mi) * 60 + int(s)
-    except (ValueError, OverflowError):
-        return None
+    return None if mo is None else _epoch(y, mo, d, h, mi, s)
 
 
 def _clock_ts(m: re.Match[str]) -> float | None:

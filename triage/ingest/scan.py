@@ -251,11 +251,7 @@ def _hs_path(pats: list[bytes], flags: list[int]) -> Path:
     import hyperscan
 
     key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), pats, flags)).encode())
-    return _cache_dir() / f"hs-{key.hexdigest()[:32]}.db"
-
-
-def _cache_dir() -> Path:
-    return cache_dir()  # triage/cache.py: TRIAGE_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
+    return cache_dir() / f"hs-{key.hexdigest()[:32]}.db"
 
 
 def _first(hit: tuple[int, object]) -> int:
