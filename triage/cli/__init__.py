@@ -24,6 +24,7 @@ from triage.cli import fixtures, history, logs, repro, rules, snapshot, watch
 from triage.cli.output import LEVELS, add_output_options, check_output, emit, fail_on_code
 from triage.cli.parser import RULES_HELP, Parser
 from triage.errors import ExitCode, TriageError
+from triage.native import status as native_status
 from triage.report import FORMATS
 
 # The subcommands, in the order `triage --help` lists them.
@@ -47,7 +48,7 @@ __all__ = [
 def build_parser() -> argparse.ArgumentParser:
     """triage's parser, with every subcommand registered."""
     p = Parser(prog="triage", description="Crash triage for ML training logs.")
-    p.add_argument("--version", action="version", version=f"triage {__version__}")
+    p.add_argument("--version", action="version", version=f"triage {__version__} ({native_status()})")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for command in SUBCOMMANDS:

@@ -24,6 +24,7 @@ from triage.cache import cache_dir
 from triage.ingest.lines import MAX_LINE, Gap, LineCap, RawLine, split_lines
 from triage.ingest.normalize import SourceState, normalize_plain
 from triage.ingest.supersets import hs_pieces, native_superset
+from triage.native import native
 
 __all__ = ["Confirm", "Gap", "LiteralScanner", "native_superset", "windows"]  # Gap: from lines
 
@@ -45,9 +46,14 @@ SAMPLE_LINES = 4
 # the SERIES_GAPS largest gaps in time between those step lines in each chunk, bisected
 # down to the two lines the gap is between, where a gap is at least GAP_FACTOR times
 # the chunk's median and GAP_MIN_S long: a mid-run stall's step time is read whole.
-# Not found: a one-line loss spike between samples (a bytes regex reading every loss
-# value costs 0.3 us a value, 0.7-2.9 s in 512 MiB: bench/README.md).
+# With the native module (triage/native.py) every loss, grad norm and tok/s value of
+# the body is read too, at about 1 GB/s, and of each EXTREME_BLOCK bytes the lines of
+# each metric's lowest and highest value and the first non-finite loss are read as
+# well: a one-line spike or throughput drop between the step lines is in the series.
+# Without it those are not found (a bytes regex reading every value costs 0.3 us a
+# value, 0.7-2.9 s in 512 MiB: bench/README.md).
 STEP_BLOCK = 128 << 10
+EXTREME_BLOCK = 1 << 20
 SERIES_GAPS = 2
 GAP_FACTOR = 4
 GAP_MIN_S = 60.0
@@ -480,6 +486,8 @@ class _SeriesPicker:
                 timed.append((start, ts))
         for pos in self._gaps(data, timed):
             out.append((_backward(data, pos, before), _forward(data, pos, after + 1)))
+        if native is not None:
+            out.extend(native.extremes(data, EXTREME_BLOCK))
         return out
 
     def _ts(self, data: bytes, start: int, end: int) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import triage.structure.tables as T
 from triage.model import Event, Line
+from triage.native import native
 from triage.structure.series import SeriesReader
 from triage.structure.timeline import Timeline
 
@@ -154,6 +155,27 @@ def step_loss(text: str) -> tuple[int | None, float | None]:
     return (int(m_step.group(1)) if m_step else None), loss
 
 
+def _read(
+    text: str, steps: bool, losses: bool, toks: bool, norms: bool
+) -> tuple[int | None, float | None, float | None, float | None]:
+    """(step, loss, grad norm, tok/s) of a line, each read only behind its guard."""
+    low = _lower(text)
+    m_step = _step_of(text, low) if steps else None
+    m_loss = _from(T.LOSS_RE, text, low, "loss", 1) if losses else None
+    mt = _from(T.TOKS_RE, text, low, "tok") if toks else None
+    mg = _from(T.GRAD_NORM_RE, text, low, "grad") if norms else None
+    return (
+        int(m_step.group(1)) if m_step else None,
+        _float(m_loss.group(1)) if m_loss else None,
+        _float(mg.group(1)) if mg else None,
+        _float(mt.group(1)) if mt else None,
+    )
+
+
+# (step, loss, grad norm, tok/s) of an ASCII line in one native call, None for another
+_native_metrics = None if native is None else native.metrics
+
+
 class ProgressReader:
     """Phases and training metrics of every line fed, in bounded state."""
 
@@ -209,11 +231,15 @@ class ProgressReader:
         norms = "norm" in text
         if not (steps or losses or toks or norms):
             return  # most lines of a log: nothing to read
-        low = _lower(text)
-        m_step = _step_of(text, low) if steps else None
-        step = int(m_step.group(1)) if m_step else None
-        m_loss = _from(T.LOSS_RE, text, low, "loss", 1) if losses else None
-        loss = _float(m_loss.group(1)) if m_loss else None
+        read = _native_metrics(text) if _native_metrics is not None else None
+        if read is None:
+            step, loss, grad, tok_s = _read(text, steps, losses, toks, norms)
+        else:  # the same values, read natively (tests/test_native.py), behind the same guards
+            step, loss, grad, tok_s = read
+            step = step if steps else None
+            loss = loss if losses else None
+            grad = grad if norms else None
+            tok_s = tok_s if toks else None
         if step is not None and line.ts is not None:
             self._same_step(step, line)
         if step is not None and losses:
@@ -221,18 +247,12 @@ class ProgressReader:
         if loss is not None:
             self._timeline.metric("loss", line, loss, step)
             self._loss(line, loss)
-        if toks:
-            mt = _from(T.TOKS_RE, text, low, "tok")
-            value = _float(mt.group(1)) if mt else None
-            if value is not None:
-                self._m["toks_last"] = value
-                self._timeline.metric("tok_s", line, value, step)
-        if norms:
-            mg = _from(T.GRAD_NORM_RE, text, low, "grad")
-            grad = _float(mg.group(1)) if mg else None
-            if grad is not None:
-                self.grad_norm = grad
-                self._timeline.metric("grad_norm", line, grad, step)
+        if tok_s is not None:
+            self._m["toks_last"] = tok_s
+            self._timeline.metric("tok_s", line, tok_s, step)
+        if grad is not None:
+            self.grad_norm = grad
+            self._timeline.metric("grad_norm", line, grad, step)
 
     def _step(self, line: Line, step: int) -> None:
         """A step line with a loss on it: one more step of training."""
