@@ -163,13 +163,21 @@ def _picture(rep):
     )
 
 
-def test_fast_path_series_keeps_a_mid_run_stall(tmp_path):
+@pytest.mark.parametrize("with_native", [True, False], ids=["native", "pure-python"])
+def test_fast_path_series_keeps_a_mid_run_stall(tmp_path, monkeypatch, with_native):
     """The series the fast path reads shows the mid-run stall as the full read's does:
     its step time is read from the two lines the gap is between (a step-time series'
     largest value is the stall's, not a mean over the steps between two samples), with
-    the same last steps, metrics and verdict. The loss spike is in the full read's
-    series only: one line between the fast path's step samples is not found natively
-    (bench/README.md, "## scan": what reading every loss value would cost)."""
+    the same last steps, metrics and verdict. The one-line loss spike between the step
+    samples is in it too where the native module reads every value (it reads the lines
+    of each MiB's extremes); without it, only in the full read's series (bench/README.md,
+    "## scan": what reading every loss value in Python would cost)."""
+    import triage.ingest.scan as scan_mod
+
+    if with_native and scan_mod.native is None:
+        pytest.skip("the native module is not built here")
+    if not with_native:
+        monkeypatch.setattr(scan_mod, "native", None)
     log = tmp_path / "train.log"
     stall_s, spike = _stalled_run(log)
     full = analyze([str(log)], rules=get_rules(), fast=False)
@@ -181,6 +189,7 @@ def test_fast_path_series_keeps_a_mid_run_stall(tmp_path):
     got = _picture(fast)
     assert got[0]["step_time_s"] == series["step_time_s"]
     assert got[0]["loss"][1] == series["loss"][1]  # the smallest loss (the tail's)
+    assert (got[0]["loss"][0] == spike) is with_native
     assert got[1:] == (last_steps, metrics, verdict)
     steps = [s for s in fast.series if s.name == "loss"]
     assert len(steps) == 8 and all(s.count >= 8 for s in steps)  # every rank's curve
