@@ -447,6 +447,15 @@ def test_openmpi_timestamp_output_is_peeled():
     assert peel("Wed is when the run started", state).ts is None
 
 
+def test_dmesg_T_lines_get_their_time():
+    # `dmesg -T` writes the kernel's ctime in brackets: an Xid line is placed in time
+    state = SourceState()
+    p = peel("[Tue Nov 25 03:14:07 2026] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", state)
+    q = peel("Tue Nov 25 03:14:08 2026 step 5 loss 1.0", state)
+    assert p.text.startswith("NVRM: Xid") and p.ts is not None and q.ts == p.ts + 1
+    assert peel("[Tue Foo 25 03:14:07 2026] x", state).ts is None  # no such month: no time
+
+
 def test_a_rank_label_alone_is_that_ranks_blank_line():
     # torchrun --tee and c10d's excepthook print a rank's empty line as its label alone
     state = SourceState()

@@ -169,7 +169,15 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
         ),
         _ts(_ctime_ts),
     ),
-    ("dmesg-T", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]\s?"), _drop),
+    # `dmesg -T`: the kernel's ctime in brackets ("[Tue Nov 25 03:14:07 2026] NVRM: Xid ...")
+    (
+        "dmesg-T",
+        re.compile(
+            r"\[[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) "
+            r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\]\s?"
+        ),
+        _ts(_ctime_ts),
+    ),
     ("dmesg", re.compile(r"\[\s*\d+\.\d{3,}\]\s?"), _drop),
     (
         "clock",
