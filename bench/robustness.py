@@ -5,7 +5,8 @@
 
 Each log is rewritten as real pastes differ (a launcher or logger prefix on every line,
 colours, CRLF, lost indentation, tqdm redraws, a bar glued before each error line,
-another rank's step lines interleaved, a hard wrap at a terminal's width) and its top
+another rank's step lines interleaved, every rank printing the same log with the ranks'
+lines mixed, a terminal capture's padding, a hard wrap at a terminal's width) and its top
 diagnosis (id and confidence) compared with the unchanged log's. Prints, per
 transformation, how many logs kept theirs, and the first that did not.
 """
@@ -26,8 +27,19 @@ ERROR_STARTS = ("Traceback", "RuntimeError", "torch.")
 BAR = "  3%|3         | 3/100 [00:00<00:09, 10.1it/s]"
 
 
+def _lines(fn: Callable[[list[str]], list[str]]) -> Callable[[str], str]:
+    """A transformation of the log's lines; the newline that ends the log is no line (a
+    prefix on it would make the log end in a cut-off line)."""
+
+    def apply(text: str) -> str:
+        body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        return "\n".join(fn(body.split("\n"))) + end
+
+    return apply
+
+
 def _each(prefix: Callable[[str], str]) -> Callable[[str], str]:
-    return lambda text: "\n".join(prefix(line) for line in text.split("\n"))
+    return _lines(lambda lines: [prefix(line) for line in lines])
 
 
 def _interleave(text: str) -> str:
@@ -37,6 +49,32 @@ def _interleave(text: str) -> str:
         if i % 2 == 0:
             out.append(f"[rank7]: step {100 + i} loss 2.{i % 10}1 lr 1e-4")
     return "\n".join(out)
+
+
+def _ranks(n: int) -> Callable[[str], str]:
+    """Every rank printed the same log (the same traceback on each, as a collective's
+    failure does), `[rankN]:` before each line, and the ranks' lines mixed as the
+    launcher's pipes delivered them: a fixed pseudo-random merge that keeps each rank's
+    own order."""
+
+    def mix(lines: list[str]) -> list[str]:
+        pos = [0] * n
+        out = []
+        state = 12345
+        while any(p < len(lines) for p in pos):
+            state = (state * 1103515245 + 12345) % (1 << 31)
+            r = state % n
+            if pos[r] < len(lines):
+                out.append(f"[rank{r}]: {lines[pos[r]]}")
+                pos[r] += 1
+        return out
+
+    return _lines(mix)
+
+
+def _pad(width: int) -> Callable[[str], str]:
+    """A terminal capture (tmux, screen) pads each line with spaces to the pane's width."""
+    return _each(lambda s: s.ljust(width))
 
 
 def _wrap(width: int) -> Callable[[str], str]:
@@ -61,6 +99,10 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "kubectl": _each(lambda s: "[pod/trainer-0/main] " + s),
     "srun": _each(lambda s: "0: " + s),
     "openmpi": _each(lambda s: "[1,0]<stderr>:" + s),
+    "journald": _each(lambda s: "Dec 02 03:44:01 gpu-node-7 python[48213]: " + s),
+    "compose": _each(lambda s: "trainer-1  | " + s),
+    "ray-worker": _each(lambda s: "(RayTrainWorker pid=48213, ip=10.0.3.7) " + s),
+    "mpirun-ts": _each(lambda s: "Wed Dec  2 03:44:01 2026[1,0]<stderr>:" + s),
     "ansi": _each(lambda s: "\x1b[31m" + s + "\x1b[0m"),
     "crlf": _each(lambda s: s + "\r"),
     "dedent": _each(str.lstrip),
@@ -69,6 +111,8 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     ),
     "bar-glued": _each(lambda s: BAR + s if s.startswith(ERROR_STARTS) else s),
     "interleave": _interleave,
+    "ranks4-mixed": _ranks(4),
+    "pad200": _pad(200),
     "wrap120": _wrap(120),
     "wrap100": _wrap(100),
     "wrap80": _wrap(80),
@@ -87,7 +131,7 @@ def main() -> int:
         r = analyze_text(text, rules=rules)
         return (r.diagnoses[0].signature, r.diagnoses[0].confidence.label) if r.diagnoses else None
 
-    folder = args.corpus or ROOT / "fixtures"
+    folder = (args.corpus or ROOT / "fixtures").resolve()
     logs = sorted(folder.rglob("*.log"))
     texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in logs}
     base = {p: top(t) for p, t in texts.items()}

@@ -137,6 +137,24 @@ def test_end_states():
     assert structure("").end_state.kind == "empty"
 
 
+def test_ranks_teardown_after_a_finished_run_is_a_clean_exit():
+    """Each rank says it finished and prints its teardown warning, the ranks' lines mixed:
+    the clean exit is more than five lines from the end of the log but among its rank's
+    own last lines, with nothing like an error after it."""
+    warn = "[W1129 23:59:0{r}.5 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed"
+    done = [f"[rank{r}]: Training completed." for r in range(4)]
+    warns = [f"[rank{r}]:" + warn.format(r=r) for r in range(4)] * 2
+    text = "\n".join(["[rank0]: step 1 loss 2.0", *done, *warns]) + "\n"
+    assert structure(text).end_state.kind == "clean-exit"
+    for bad in ("[rank3]: Killed", "[rank2]: Segmentation fault (core dumped)"):
+        assert structure(text + bad + "\n").end_state.kind == "error"
+    crash = text + '[rank1]: Traceback (most recent call last):\n[rank1]:   File "t.py", line 9, in f\n'
+    crash += "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert structure(crash).end_state.kind != "clean-exit"
+    one_rank = "\n".join(["step 1 loss 2.0", "Training completed.", *(["still going"] * 6)]) + "\n"
+    assert structure(one_rank).end_state.kind == "no-terminal-event"  # one stream: the last 5 lines
+
+
 def test_metrics():
     st = structure("step 1 loss 2.5 acc 0.1 tok/s 1000\nstep 2 loss nan acc 0.1 tok/s 900\n")
     assert st.metrics["steps"] == 2

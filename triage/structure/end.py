@@ -62,7 +62,7 @@ def _source_end(
     def st(kind: str) -> EndState:
         return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
 
-    if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]):
+    if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]) or _a_rank_ended_clean(tail, excs):
         return st("clean-exit")
     if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
         return st("clean-exit")  # the work finished after the error: it was handled
@@ -75,3 +75,21 @@ def _source_end(
     if src.ends_without_newline:
         return st("cut-mid-line")
     return st("no-terminal-event")
+
+
+def _a_rank_ended_clean(tail: list[Line], excs: list[ExceptionInfo]) -> bool:
+    """Several ranks in one source each end their own output (each says it finished, then
+    prints its teardown warnings, their lines mixed): a rank's clean exit among its own
+    last 5 lines counts where nothing after it in the source looks like an error (no
+    exception read after it, no error ending)."""
+    by_rank: dict[int | None, list[Line]] = {}
+    for x in tail:
+        by_rank.setdefault(x.rank, []).append(x)
+    if len(by_rank) < 2:
+        return False
+    for lines in by_rank.values():
+        for x in lines[-5:]:
+            if T.CLEAN_EXIT_RE.search(x.text) and not any(e.line.seq > x.seq for e in excs):
+                if not any(y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail):
+                    return True
+    return False
