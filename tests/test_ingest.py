@@ -447,6 +447,15 @@ def test_openmpi_timestamp_output_is_peeled():
     assert peel("Wed is when the run started", state).ts is None
 
 
+def test_a_compose_prefix_keeps_the_lines_indentation():
+    # docker compose prints each line of a service after "name-N  | ", indentation kept:
+    # a traceback's frames stay frames
+    state = SourceState()
+    assert peel('trainer-1  |   File "/app/train.py", line 3, in main', state).text.startswith("  File ")
+    assert peel("trainer_1  | Traceback (most recent call last):", state).text.startswith("Traceback")
+    assert peel("loss      |   2.31", state).text == "loss      |   2.31"  # a table row is no service
+
+
 def test_dmesg_T_lines_get_their_time():
     # `dmesg -T` writes the kernel's ctime in brackets: an Xid line is placed in time
     state = SourceState()

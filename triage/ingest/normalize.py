@@ -138,7 +138,9 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("slurm-node-rank", re.compile(r"[\w.-]+-\d+: (?P<r>\d{1,4}): "), _rank("r")),
     # kubectl logs --prefix, docker compose
     ("kubectl", re.compile(r"\[pod/[\w.-]+/[\w.-]+\]\s"), _drop),
-    ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)"), _drop),
+    # docker compose: "trainer-1  | text"; a numbered service keeps its line's indentation
+    # ("trainer-1  |   File ..."), any other name needs text right after the bar
+    ("compose", re.compile(r"[\w.-]{2,40}\s+\|\s(?=\S)|[\w.-]{1,38}[-_]\d{1,3} +\| "), _drop),
     # timestamps
     ("iso", re.compile(r"\[?" + _ISO + r"\]?(?:\s+|:\s*|\s*\|\s*|(?<=\])(?=\[))"), _ts(_iso_ts)),
     # a logger's name before the time in one bracket: "[trainer 2026-07-29 04:11:02] "
