@@ -8,6 +8,7 @@ from typing import Any
 
 from triage.engine.placeholders import shell_target
 from triage.model import SourceInfo
+from triage.native import native
 from triage.structure import Structure
 
 
@@ -17,11 +18,13 @@ def scan_notes(tail_only: bool, skipped_lines: int, engine: str) -> list[str]:
     if tail_only:
         return ["Quick verdict from the tail of each file only; run without --quick for the whole log."]
     if skipped_lines:
+        extremes = ", each MiB's lowest and highest loss, grad norm and tok/s" if native else ""
         return [
             f"Fast scan: {skipped_lines} lines without any rule's literal were "
             f"skipped (engine: {engine}); "
-            "step metrics are sampled (the head, the tail, a step line every 128 KiB "
-            "and the lines around the longest pauses between them)."
+            "step metrics are sampled (the head, the tail, a step line every 128 KiB"
+            f"{extremes}, and the lines around the longest pauses between them), so the "
+            "step count is of the lines read."
         ]
     return []
 
