@@ -125,7 +125,9 @@ REAL_MARKS: dict[str, tuple[bytes, ...]] = {
         b"exitcode: -6)",
         b"exitcode: -11)",
     ),
-    "killed-by-signal": (b"closing signal SIGTERM", b"SIGKILL", b"Signals.SIG", b"Killed"),
+    # an elastic agent's own "Received 15 death signal, shutting down workers" (srun or a scheduler
+    # tearing the job down)
+    "killed-by-signal": (b"closing signal SIGTERM", b"SIGKILL", b"Signals.SIG", b"Killed", b"death signal"),
 }
 
 # Words that look like a failure: a benign log of a corpus about precedence, or of the
@@ -468,7 +470,13 @@ SPECS = (
         "corpus_real9",
         44,
         6,
-        {"nccl-timeout": 5, "rendezvous-failure": 6, "nccl-error": 5, "host-oom-killed": 6, "truncated-unknown": 5},
+        {
+            "nccl-timeout": 5,
+            "rendezvous-failure": 6,
+            "nccl-error": 5,
+            "host-oom-killed": 6,
+            "truncated-unknown": 5,
+        },
         ("reconstructed from https://github.com/",),
         distinct=9,
         unclassified=4,
