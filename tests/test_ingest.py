@@ -52,6 +52,18 @@ def norm(line: str) -> list[tuple[str, int | None]]:
         ("  1234 | RuntimeError: boom", "RuntimeError: boom", None),
         ("[trainer 2026-07-29 04:11:02] step 18424 | loss 2.41", "step 18424 | loss 2.41", None),
         ("[I 2023-11-14 10:52:37,408] A new study created in memory", "A new study created in memory", None),
+        # a process's name and pid (Ray actors, SkyPilot nodes, vLLM workers): not a rank
+        ("(RayTrainWorker pid=30871, ip=10.0.0.5) ValueError: bad", "ValueError: bad", None),
+        ("(pid=9287, ip=172.31.31.127) SystemExit: 1", "SystemExit: 1", None),
+        (
+            "(worker1, rank=1, pid=31877, ip=10.44.0.6) Root Cause (first observed failure):",
+            "Root Cause (first observed failure):",
+            None,
+        ),
+        ("(head, rank=0, pid=4121) # Using devices", "# Using devices", None),
+        ("(EngineCore_DP0 pid=812) RuntimeError: x", "RuntimeError: x", None),
+        ("(raylet, ip=10.7.40.21) A worker died or was killed", "A worker died or was killed", None),
+        ("(WorkerDict pid=3180442, ip=10.49.201.7) [rank11]: RuntimeError: x", "RuntimeError: x", 11),
     ],
 )
 def test_prefixes_are_peeled(raw, text, rank):

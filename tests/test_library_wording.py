@@ -780,6 +780,19 @@ CASCADES: list[tuple[str, str, str, dict[str, str], tuple[str, ...]]] = [
         {"torchrun-child-failed": "unclassified-error"},
         ("killed-by-signal",),
     ),
+    (
+        "plain-exception-then-srun-sigterm-to-the-other-agents",
+        "[rank5]: "
+        + TB.replace("\n", "\n[rank5]: ").rstrip("[rank5]: ")
+        + "\n[rank5]: ValueError: too many values to unpack (expected 2)\n"
+        "E1129 17:39:41.811000 293817 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 293904) of binary: /venv/bin/python\n"
+        "W1129 17:39:41.936000 293818 torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, shutting down workers\n",
+        # srun SIGTERMs the other tasks' agents after one failed: the earlier root error leads,
+        # though no signature names its cause (it is `possible`, the SIGTERM confirmed)
+        "unclassified-error",
+        {"killed-by-signal": "unclassified-error"},
+        (),
+    ),
 ]
 
 

@@ -364,7 +364,7 @@ def _explain(cands: dict[str, _Cand]) -> None:
                 continue  # they explain each other: the earlier one leads
             if a.inferred and not b.inferred:
                 continue  # an inference never demotes a failure the log shows
-            if _weaker_guess(a, b):
+            if _weaker_guess(a, b) and not _root_error_before(a, b):
                 continue
             b.role, b.explained_by = "consequence", a.rule.id
             break
@@ -394,6 +394,13 @@ def _weaker_guess(a: _Cand, b: _Cand) -> bool:
     """A mere hint (a `possible` clause: a connect retry, a worker's "Received SIGTERM")
     never demotes a likely or confirmed finding to its consequence."""
     return a.confidence == Confidence.POSSIBLE and b.confidence > Confidence.POSSIBLE
+
+
+def _root_error_before(a: _Cand, b: _Cand) -> bool:
+    """The generic rule's root error is `possible` because no rule names why it happened, not
+    because it is a guess: the run did fail there. One the log shows before what it explains
+    (srun's SIGTERM to the other tasks after one raised, a peer's timeout) is that one's cause."""
+    return a.rule.generic and not a.inferred and a.first_seen < b.first_seen
 
 
 def _score(c: _Cand) -> float:

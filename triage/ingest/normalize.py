@@ -136,6 +136,16 @@ PREFIXES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("rank-colon", re.compile(r"rank(?P<r>\d+)\]?:\s"), _rank("r")),
     ("openmpi", re.compile(r"\[\d+,(?P<r>\d+)\]<(?:stdout|stderr)>:\s?"), _rank("r")),
     ("slurm-node-rank", re.compile(r"[\w.-]+-\d+: (?P<r>\d{1,4}): "), _rank("r")),
+    # a process's own name and pid before its output: Ray's actor and task prefixes
+    # ("(RayTrainWorker pid=30871, ip=10.0.0.5) ", "(pid=9287, ip=...) ", "(raylet) "),
+    # SkyPilot's ("(worker1, rank=1, pid=31877, ip=...) ", "(head, rank=0, pid=4121) ") and
+    # vLLM's ("(EngineCore_DP0 pid=812) "); the pid is a process, not a rank: dropped
+    (
+        "actor-pid",
+        re.compile(r"\((?:[A-Za-z_][\w.-]*(?:, rank=\d+)?,? )?pid=\d+(?:, ip=[\w.:-]+)?\)\s?"),
+        _drop,
+    ),
+    ("raylet", re.compile(r"\(raylet(?:, ip=[\w.:-]+)?\)\s?"), _drop),
     # kubectl logs --prefix, docker compose
     ("kubectl", re.compile(r"\[pod/[\w.-]+/[\w.-]+\]\s"), _drop),
     # docker compose: "trainer-1  | text"; a numbered service keeps its line's indentation
