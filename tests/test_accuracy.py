@@ -146,6 +146,8 @@ SCARY = (
 REAL_SCARY = (*SCARY, b"inf)", b"hang", b"were not used")
 # corpus_real8's benign logs: also the words a grep for failures trips on in warnings
 REAL8_SCARY = (*REAL_SCARY, b"were not initialized", b"errno: 97", b"Traceback")
+# corpus_real10's benign logs: also the warnings today's fine-tuning stack prints on healthy runs
+REAL10_SCARY = (*REAL8_SCARY, b"unexpected results", b"can cause the process to hang", b"NOT been destroyed")
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -297,6 +299,19 @@ REAL7_SHAPES = (
     Shape("crlf", _text(b"\r\n"), 2),
 )
 
+# the ninth batch, today's LLM fine-tuning stack (TRL, PEFT, vLLM in training, DeepSpeed, FSDP2,
+# Unsloth, LLaMA-Factory, verl/OpenRLHF, torch.compile): Ray and rank prefixes, notebooks, bars
+REAL10_SHAPES = (
+    Shape("rank-prefix", _text(b"[rank"), 8),
+    Shape("ray-prefix", _text(b"(WorkerDict pid=", b"(LLMRayActor pid=", b"(TaskRunner pid="), 3),
+    Shape("ipython-traceback", _text(b"Traceback (most recent call last)\nCell In[", b"<ipython-input-"), 2),
+    Shape("vllm-log-lines", _matching(rb"\nINFO \d\d-\d\d \d\d:\d\d:\d\d "), 6),
+    Shape("child-failed", _text(b"ChildFailedError"), 6),
+    Shape("chained-exception", _text(*CHAINED), 3),
+    Shape("bare-cr-redraw", _bare_cr, 2),
+    Shape("cut-mid-line", _cut_mid_line, 2),
+)
+
 SPECS = (
     Spec("corpus", 80, 12, _each(acc.CANONICAL, 3), ("composed", "recorded")),
     Spec(
@@ -443,6 +458,24 @@ SPECS = (
         top3_min=0.97,
         benign_min=0.95,
     ),
+    # the ninth batch, today's LLM fine-tuning stack (first score in bench/README.md): 31 failures over
+    # 18 signatures (4 unclassified, each with its root line), 8 benign, 5 inconclusive
+    Spec(
+        "corpus_real10",
+        44,
+        8,
+        {"truncated-unknown": 5},
+        ("reconstructed from https://github.com/",),
+        distinct=18,
+        unclassified=4,
+        alternates_rare=False,
+        scary=REAL10_SCARY,
+        marks=REAL_MARKS,
+        shapes=REAL10_SHAPES,
+        top1_min=0.95,
+        top3_min=0.97,
+        benign_min=0.95,
+    ),
 )
 REAL = (
     "corpus_real",
@@ -452,6 +485,7 @@ REAL = (
     "corpus_real6",
     "corpus_real7",
     "corpus_real8",
+    "corpus_real10",
 )
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real
