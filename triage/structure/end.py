@@ -62,7 +62,8 @@ def _source_end(
     def st(kind: str) -> EndState:
         return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
 
-    if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]):
+    said = [x for x in tail if not T.EXIT_NOISE_RE.search(x.text)] or tail  # exit-time noise aside
+    if any(T.CLEAN_EXIT_RE.search(x.text) for x in said[-5:]):
         return st("clean-exit")
     if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
         return st("clean-exit")  # the work finished after the error: it was handled
