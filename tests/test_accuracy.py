@@ -458,8 +458,9 @@ SPECS = (
         top3_min=0.97,
         benign_min=0.95,
     ),
-    # the ninth batch, today's LLM fine-tuning stack (first score in bench/README.md): 31 failures over
-    # 18 signatures (4 unclassified, each with its root line), 8 benign, 5 inconclusive
+    # the ninth batch, today's LLM fine-tuning stack (first score 0.972 top-1, root line first 0.903,
+    # bench/README.md): 31 failures over 18 signatures (4 unclassified, each with its root line),
+    # 8 benign, 5 inconclusive; the whole verdict, root-line goal included, must pass
     Spec(
         "corpus_real10",
         44,
@@ -475,6 +476,7 @@ SPECS = (
         top1_min=0.95,
         top3_min=0.97,
         benign_min=0.95,
+        verdict=True,
     ),
 )
 REAL = (
