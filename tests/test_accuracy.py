@@ -150,6 +150,8 @@ REAL_SCARY = (*SCARY, b"inf)", b"hang", b"were not used")
 REAL8_SCARY = (*REAL_SCARY, b"were not initialized", b"errno: 97", b"Traceback")
 # corpus_real9's benign logs: also c10d's client-socket retry warnings
 REAL9_SCARY = (*REAL8_SCARY, b"failed to connect")
+# corpus_real10's benign logs: also the warnings today's fine-tuning stack prints on healthy runs
+REAL10_SCARY = (*REAL8_SCARY, b"unexpected results", b"can cause the process to hang", b"NOT been destroyed")
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -316,6 +318,19 @@ REAL9_SHAPES = (
     Shape("rendezvous-error", _text(b"RendezvousConnectionError", b"RendezvousClosedError"), 4),
     Shape("kubectl", _text(b"kubectl"), 3),
     Shape("bare-cr-redraw", _bare_cr, 3),
+)
+
+# the ninth batch, today's LLM fine-tuning stack (TRL, PEFT, vLLM in training, DeepSpeed, FSDP2,
+# Unsloth, LLaMA-Factory, verl/OpenRLHF, torch.compile): Ray and rank prefixes, notebooks, bars
+REAL10_SHAPES = (
+    Shape("rank-prefix", _text(b"[rank"), 8),
+    Shape("ray-prefix", _text(b"(WorkerDict pid=", b"(LLMRayActor pid=", b"(TaskRunner pid="), 3),
+    Shape("ipython-traceback", _text(b"Traceback (most recent call last)\nCell In[", b"<ipython-input-"), 2),
+    Shape("vllm-log-lines", _matching(rb"\nINFO \d\d-\d\d \d\d:\d\d:\d\d "), 6),
+    Shape("child-failed", _text(b"ChildFailedError"), 6),
+    Shape("chained-exception", _text(*CHAINED), 3),
+    Shape("bare-cr-redraw", _bare_cr, 2),
+    Shape("cut-mid-line", _cut_mid_line, 2),
 )
 
 SPECS = (
@@ -490,6 +505,26 @@ SPECS = (
         benign_min=0.95,
         verdict=True,
     ),
+    # the ninth batch, today's LLM fine-tuning stack (first score 0.972 top-1, root line first 0.903,
+    # bench/README.md): 31 failures over 18 signatures (4 unclassified, each with its root line),
+    # 8 benign, 5 inconclusive; the whole verdict, root-line goal included, must pass
+    Spec(
+        "corpus_real10",
+        44,
+        8,
+        {"truncated-unknown": 5},
+        ("reconstructed from https://github.com/",),
+        distinct=18,
+        unclassified=4,
+        alternates_rare=False,
+        scary=REAL10_SCARY,
+        marks=REAL_MARKS,
+        shapes=REAL10_SHAPES,
+        top1_min=0.95,
+        top3_min=0.97,
+        benign_min=0.95,
+        verdict=True,
+    ),
 )
 REAL = (
     "corpus_real",
@@ -500,6 +535,7 @@ REAL = (
     "corpus_real7",
     "corpus_real8",
     "corpus_real9",
+    "corpus_real10",
 )
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real

@@ -219,6 +219,47 @@ def test_completed_progress_bar_after_an_error_is_a_clean_exit():
     assert structure(unfinished).end_state.kind != "clean-exit"
 
 
+def test_exception_python_ignored_is_no_root_error():
+    # sys.unraisablehook's output: raised in a weakref finalizer (or __del__, atexit) and
+    # swallowed there, so it cannot be what ended the run; a chained link of it neither
+    from triage.structure import root_exception
+
+    ignored = (
+        "Exception ignored in: <finalize object at 0x7f7d81a9c2c0; dead>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/weakref.py", line 585, in __call__\n'
+        "    def __call__(self, _=None):\n"
+        '  File "/venv/lib/python3.12/site-packages/math_verify/utils.py", line 43, in handler\n'
+        '    raise TimeoutError("Operation timed out!")\n'
+        "TimeoutError: Operation timed out!\n"
+    )
+    st = structure(ignored + "step 1233 loss 0.019\n")
+    assert [e.ignored for e in st.exceptions] == [True]
+    assert root_exception(st.exceptions) is None
+    raised = (
+        ignored
+        + "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\nKeyError: 'prompt'\n"
+    )
+    root = root_exception(structure(raised).exceptions)
+    assert root is not None and root.type == "KeyError"
+
+
+def test_clean_end_seen_past_exit_time_warnings():
+    # torch 2.4+'s per-rank warning at interpreter exit hides nothing: the line before it ends the run
+    pg = (
+        "[rank{r}]:[W616 21:29:33.762196891 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was not "
+        "called before program exit, which can leak resources. For more info, please see "
+        "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())\n"
+    )
+    text = "Epoch 0: 100%|##########| 500/500 [03:12<00:00]\n`Trainer.fit` stopped: `max_epochs=1` reached.\n"
+    text += "".join(pg.format(r=r) for r in range(8))
+    assert structure(text).end_state.kind == "clean-exit"
+    assert (
+        structure("step 10 loss 2.0\n" + "".join(pg.format(r=r) for r in range(8))).end_state.kind
+        != "clean-exit"
+    )
+
+
 # -- a report is pure: it may be taken at any time, as often as wanted ---------------
 
 PURE_LOG = """[rank0]: step 10 loss 2.5 tok/s 1200 grad_norm: 0.8

@@ -85,6 +85,9 @@ class ExceptionInfo:
     chain_index: int = 0  # 0 = first printed in its chain (the root of a chain)
     chained_as: str | None = None  # "during-handling" | "direct-cause" | None
     has_traceback: bool = False
+    # printed by Python's unraisable hook (`Exception ignored in: ...`): raised in a finalizer,
+    # a `__del__`, an atexit callback, and swallowed there, so it did not end the run
+    ignored: bool = False
 
     @property
     def short_type(self) -> str:

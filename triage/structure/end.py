@@ -62,7 +62,8 @@ def _source_end(
     def st(kind: str) -> EndState:
         return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
 
-    if any(T.CLEAN_EXIT_RE.search(x.text) for x in tail[-5:]) or _a_rank_ended_clean(tail, excs):
+    said = [x for x in tail if not T.EXIT_NOISE_RE.search(x.text)] or tail  # exit-time noise aside
+    if any(T.CLEAN_EXIT_RE.search(x.text) for x in said[-5:]) or _a_rank_ended_clean(tail, excs):
         return st("clean-exit")
     if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
         return st("clean-exit")  # the work finished after the error: it was handled
@@ -89,7 +90,7 @@ def _a_rank_ended_clean(tail: list[Line], excs: list[ExceptionInfo]) -> bool:
         return False
     for lines in by_rank.values():
         for x in lines[-5:]:
-            if T.CLEAN_EXIT_RE.search(x.text) and not any(e.line.seq > x.seq for e in excs):
-                if not any(y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail):
-                    return True
+            clean = T.CLEAN_EXIT_RE.search(x.text) and not any(e.line.seq > x.seq for e in excs)
+            if clean and not any(y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail):
+                return True
     return False

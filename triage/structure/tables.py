@@ -145,6 +145,15 @@ CLEAN_EXIT_RE = re.compile(
     # written, the model saved, wandb's files synced, Lightning's max_time stop
     r"|^(?:(?-i:[A-Z])\w* )?results? (?:(?:were|was) )?(?:written|saved) to\b|^(?:final )?model saved to\b"
     r"|\bSynced \d+ W&B file|Signaling Trainer to stop)"
+    # Lightning's own end of fit: "`Trainer.fit` stopped: `max_epochs=1` reached." (it opens with
+    # a backtick, so outside the word-boundary group above)
+    r"|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"
+)
+
+# What torch (2.4+) prints at interpreter exit when the process group was not destroyed, once
+# per rank: it says nothing about how the run ended, so it does not hide the line before it
+EXIT_NOISE_RE = re.compile(
+    r"process group has NOT been destroyed|destroy_process_group\(\) was not called before program exit"
 )
 
 # a progress bar that reached its end: "100%|██████████| 782/782 [...]"
@@ -178,6 +187,11 @@ BARE_EXC_RE = re.compile(
     r"(?:^|[\s:\]>|])(?P<type>(?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|KeyboardInterrupt"
     r"|SystemExit|ChildFailedError))(?::(?:\s(?P<msg>.*))?)?$"
 )
+
+# Python's unraisable hook heads the traceback of an exception it swallowed: "Exception ignored
+# in: <finalize object at 0x...; dead>", "Exception ignored in atexit callback: <function ...>",
+# "Exception ignored on calling ctypes callback function: ...", 3.13's "Exception ignored while ..."
+UNRAISABLE_RE = re.compile(r"^Exception ignored (?:in\b|on\b|while\b)")
 
 # Exceptions that only carry another one (a launcher's report of a child that failed, a
 # worker's error re-raised in the parent, a signal turned into an exception): never the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import triage.structure.tables as T
 from triage.model import ExceptionInfo, Line
@@ -41,6 +41,7 @@ class _TB:
     chain_index: int = 0
     chained_as: str | None = None
     indent: int = 0  # of the "Traceback (most recent call last):" line
+    ignored: bool = False  # headed by "Exception ignored in: ..." (see T.UNRAISABLE_RE)
 
 
 @dataclass
@@ -48,6 +49,8 @@ class _Stream:
     tb: _TB | None = None
     pending_chain: str | None = None
     chain_index: int = 0
+    unraisable: bool = False  # the last line was Python's "Exception ignored in: ..." header
+    chain_ignored: bool = False  # the traceback last closed on this stream was a swallowed one
 
 
 def _indent(text: str) -> int:
@@ -61,7 +64,7 @@ def _closed(tb: _TB | None) -> ExceptionInfo | None:
     exc = tb.exc
     if tb.msg_lines:
         msg = (exc.message + "\n" + "\n".join(tb.msg_lines)).strip()
-        exc = ExceptionInfo(exc.type, msg, exc.line, exc.frames, exc.chain_index, exc.chained_as, True)
+        exc = replace(exc, message=msg, has_traceback=True)
     return exc
 
 
@@ -152,7 +155,14 @@ class TracebackReader:
         s = self._stream(line)
         text = line.text
         stripped = text.strip()
-        if self._header(s, line, stripped):
+        if T.UNRAISABLE_RE.match(stripped):
+            # the traceback that follows is one Python swallowed (a finalizer, `__del__`, atexit)
+            self._close(s)
+            s.pending_chain = None
+            s.unraisable = True
+            return
+        unraisable, s.unraisable = s.unraisable, False
+        if self._header(s, line, stripped, unraisable):
             return
         tb = s.tb
         starts_mid = stripped.startswith('File "') and T.FRAME_RE.match(stripped) is not None
@@ -174,7 +184,7 @@ class TracebackReader:
             return
         tb.msg_lines.append(stripped)
 
-    def _header(self, s: _Stream, line: Line, stripped: str) -> bool:
+    def _header(self, s: _Stream, line: Line, stripped: str, unraisable: bool = False) -> bool:
         """A traceback's first line, or a chain marker between two: handled here."""
         if stripped.startswith((T.TRACEBACK_START, _ORIGINAL_TB)) or (
             stripped.startswith("traceback") and T.REPORT_TRACEBACK_RE.match(stripped)
@@ -182,7 +192,12 @@ class TracebackReader:
             self._close(s)
             chained = s.pending_chain
             s.chain_index = s.chain_index + 1 if chained else 0
-            s.tb = _TB(start=line, chain_index=s.chain_index, chained_as=chained, indent=_indent(line.text))
+            # a link chained onto a swallowed exception ("During handling ...") is swallowed too
+            ignored = unraisable or (chained is not None and s.chain_ignored)
+            indent = _indent(line.text)
+            s.tb = _TB(
+                start=line, chain_index=s.chain_index, chained_as=chained, indent=indent, ignored=ignored
+            )
             s.pending_chain = None
             return True
         if stripped in T.CHAIN_MARKERS:
@@ -211,10 +226,13 @@ class TracebackReader:
                 chained_as=tb.chained_as,
                 has_traceback=True,
                 frames=tuple(tb.frames[-8:]),
+                ignored=tb.ignored,
             )
         # else something else interrupted the traceback (interleaved output)
 
     def _close(self, s: _Stream) -> None:
+        if s.tb is not None:
+            s.chain_ignored = s.tb.ignored
         exc = _closed(s.tb)
         s.tb = None
         if exc is not None:
@@ -280,7 +298,9 @@ def root_exception(
     the same error, the one that raised it first. Errors named without a traceback are a
     weaker record: the first of them leads (what follows is often teardown). `secondary`:
     the seqs of errors a launcher lists as other failures (torchrun's "Failures:"), which
-    give way to the same error in its "Root Cause" entry."""
+    give way to the same error in its "Root Cause" entry. Exceptions Python swallowed and
+    printed as `Exception ignored in: ...` are left out: they did not end the run."""
+    exceptions = [e for e in exceptions if not e.ignored]  # swallowed by Python: it did not end the run
     traced = [e for e in exceptions if e.has_traceback]
     real = [e for e in traced or exceptions if not T.WRAPPER_TYPE_RE.search(e.type)]
     if not real:
