@@ -63,7 +63,9 @@ def _source_end(
         return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
 
     said = [x for x in tail if not T.EXIT_NOISE_RE.search(x.text)] or tail  # exit-time noise aside
-    if any(T.CLEAN_EXIT_RE.search(x.text) for x in said[-5:]) or _a_rank_ended_clean(tail, excs):
+    if any(_clean_exit_at(x, tail) and not _raised_after(x, excs) for x in said[-5:]):
+        return st("clean-exit")
+    if _a_rank_ended_clean(tail, excs):
         return st("clean-exit")
     if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
         return st("clean-exit")  # the work finished after the error: it was handled
@@ -78,6 +80,18 @@ def _source_end(
     return st("no-terminal-event")
 
 
+def _clean_exit_at(x: Line, tail: list[Line]) -> bool:
+    """`x` says the run finished, and nothing after it ends like an error (Killed, a
+    segfault, a scheduler's cancel)."""
+    return bool(T.CLEAN_EXIT_RE.search(x.text)) and not any(
+        y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail
+    )
+
+
+def _raised_after(x: Line, excs: list[ExceptionInfo]) -> bool:
+    return any(e.line.seq > x.seq for e in excs)
+
+
 def _a_rank_ended_clean(tail: list[Line], excs: list[ExceptionInfo]) -> bool:
     """Several ranks in one source each end their own output (each says it finished, then
     prints its teardown warnings, their lines mixed): a rank's clean exit among its own
@@ -90,7 +104,6 @@ def _a_rank_ended_clean(tail: list[Line], excs: list[ExceptionInfo]) -> bool:
         return False
     for lines in by_rank.values():
         for x in lines[-5:]:
-            clean = T.CLEAN_EXIT_RE.search(x.text) and not any(e.line.seq > x.seq for e in excs)
-            if clean and not any(y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail):
+            if _clean_exit_at(x, tail) and not _raised_after(x, excs):
                 return True
     return False
