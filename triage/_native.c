@@ -291,6 +291,27 @@ static int step_at(uc *ls, uc *p, uc *e, uc **ds, uc **de) {
     return 1;
 }
 
+/* the metric a candidate (next_candidate) starts */
+static int metric_of(uc *p) {
+    int a = lower(p[0]), b = lower(p[1]);
+    return a == 'l' ? LOSS : a == 't' ? TOKS : (a == 'g' && b == 'r') ? GRAD : STEP;
+}
+
+/* metric m's grammar at p on the line [ls, le): 1 with its value in *v (a step: its
+ * digits in *ds..*de), 0 where it matches without a value, -1 where it does not match */
+static int read_metric(int m, uc *ls, uc *p, uc *le, double *v, uc **ds, uc **de) {
+    switch (m) {
+    case STEP:
+        return step_at(ls, p, le, ds, de);
+    case LOSS:
+        return at_ci(p, le, "loss") && loss_at(ls, p, le, v) ? 1 : -1;
+    case GRAD:
+        return grad_at(p, le, v);
+    default:
+        return toks_at(p, le, v);
+    }
+}
+
 typedef struct {
     Py_ssize_t lo_at, hi_at, bad_at; /* line starts; -1 for none */
     double lo, hi;
@@ -411,17 +432,11 @@ static PyObject *extremes(PyObject *Py_UNUSED(self), PyObject *args) {
                 le = end;
             done = 0;
         }
-        int c = lower(*p), m = c == 'l' ? LOSS : c == 'g' ? GRAD : TOKS;
+        int m = metric_of(p);
         if (done & (1 << m))
             continue;
         double v = 0.0;
-        int found; /* 1: a value; 0: a match without one; -1: no match here */
-        if (m == LOSS)
-            found = at_ci(p, le, "loss") && loss_at(ls, p, le, &v) ? 1 : -1;
-        else if (m == GRAD)
-            found = grad_at(p, le, &v);
-        else
-            found = toks_at(p, le, &v);
+        int found = read_metric(m, ls, p, le, &v, NULL, NULL);
         if (found < 0)
             continue;
         if (found == 1)
@@ -488,19 +503,10 @@ static PyObject *metrics(PyObject *Py_UNUSED(self), PyObject *arg) {
     uc *ds = NULL, *de = NULL;
     int done = 0;
     for (uc *p = next_candidate(ls, le, 1); p < le && done != (1 << ALL) - 1; p = next_candidate(p + 1, le, 1)) {
-        int a = lower(p[0]), b = lower(p[1]);
-        int m = a == 'l' ? LOSS : a == 't' ? TOKS : (a == 'g' && b == 'r') ? GRAD : STEP;
+        int m = metric_of(p);
         if (done & (1 << m))
             continue;
-        int found;
-        if (m == STEP)
-            found = step_at(ls, p, le, &ds, &de);
-        else if (m == LOSS)
-            found = at_ci(p, le, "loss") && loss_at(ls, p, le, &val[m]) ? 1 : -1;
-        else if (m == GRAD)
-            found = grad_at(p, le, &val[m]);
-        else
-            found = toks_at(p, le, &val[m]);
+        int found = read_metric(m, ls, p, le, m == STEP ? NULL : &val[m], &ds, &de);
         if (found < 0)
             continue;
         got[m] = found == 1;
