@@ -341,7 +341,11 @@ REAL10_SHAPES = (
 # notebooks and Windows consoles
 REAL11_SHAPES = (
     Shape("ultralytics-banner", _text("🚀".encode()), 7),
-    Shape("mmcv-or-mmengine-logger", _text(b" - mmdet - ", b" - mmseg - ", b" - mmtrack - ", b" - mmengine - "), 6),
+    Shape(
+        "mmcv-or-mmengine-logger",
+        _text(b" - mmdet - ", b" - mmseg - ", b" - mmtrack - ", b" - mmengine - "),
+        6,
+    ),
     Shape("detectron2-logger", _text(b" d2."), 3),
     Shape("ipython-traceback", _text(b"<ipython-input-"), 2),
     Shape("chained-exception", _text(*CHAINED), 3),
