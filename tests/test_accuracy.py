@@ -109,7 +109,12 @@ REAL_MARKS: dict[str, tuple[bytes, ...]] = {
     "checkpoint-save-failed": (b"PytorchStreamWriter", b"Error while serializing"),
     "disk-full": (b"No space left on device", b"StorageFull"),
     "xid-error": (b"NVRM: Xid", b"Xid"),
-    "dataloader-worker-crash": (b"exited unexpectedly", b"bus error encountered in worker"),
+    # a worker's death as the DataLoader reports it: "DataLoader worker (pid N) is killed by signal: ..."
+    "dataloader-worker-crash": (
+        b"exited unexpectedly",
+        b"bus error encountered in worker",
+        b"is killed by signal: ",
+    ),
     "torch-compile-recompile-limit": (b"recompile_limit", b"cache_size_limit"),
     "cuda-launch-failure": (b"unspecified launch failure", b"cudaErrorLaunchFailure"),
     # a C++ exception escaping (the watchdog's) ends in std::terminate, which aborts; torchrun
