@@ -109,7 +109,12 @@ REAL_MARKS: dict[str, tuple[bytes, ...]] = {
     "checkpoint-save-failed": (b"PytorchStreamWriter", b"Error while serializing"),
     "disk-full": (b"No space left on device", b"StorageFull"),
     "xid-error": (b"NVRM: Xid", b"Xid"),
-    "dataloader-worker-crash": (b"exited unexpectedly", b"bus error encountered in worker"),
+    # a worker's death as the DataLoader reports it: "DataLoader worker (pid N) is killed by signal: ..."
+    "dataloader-worker-crash": (
+        b"exited unexpectedly",
+        b"bus error encountered in worker",
+        b"is killed by signal: ",
+    ),
     "torch-compile-recompile-limit": (b"recompile_limit", b"cache_size_limit"),
     "cuda-launch-failure": (b"unspecified launch failure", b"cudaErrorLaunchFailure"),
     # a C++ exception escaping (the watchdog's) ends in std::terminate, which aborts; torchrun
@@ -152,6 +157,9 @@ REAL8_SCARY = (*REAL_SCARY, b"were not initialized", b"errno: 97", b"Traceback")
 REAL9_SCARY = (*REAL8_SCARY, b"failed to connect")
 # corpus_real10's benign logs: also the warnings today's fine-tuning stack prints on healthy runs
 REAL10_SCARY = (*REAL8_SCARY, b"unexpected results", b"can cause the process to hang", b"NOT been destroyed")
+# corpus_real11's benign logs: also torch's UserWarnings, xformers' missing-triton notice and mmcv's
+# head-mismatch warning when fine-tuning on other classes
+REAL11_SCARY = (*REAL8_SCARY, b"Warning", b"No module named", b"do not match")
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -329,6 +337,26 @@ REAL10_SHAPES = (
     Shape("vllm-log-lines", _matching(rb"\nINFO \d\d-\d\d \d\d:\d\d:\d\d "), 6),
     Shape("child-failed", _text(b"ChildFailedError"), 6),
     Shape("chained-exception", _text(*CHAINED), 3),
+    Shape("bare-cr-redraw", _bare_cr, 2),
+    Shape("cut-mid-line", _cut_mid_line, 2),
+)
+
+# the tenth batch, vision, diffusion and audio training stacks (Ultralytics, mmdet/mmseg/mmengine,
+# detectron2, sd-scripts/kohya, diffusers, fairseq, Whisper/NeMo, Lightning, DALI): their loggers,
+# notebooks and Windows consoles
+REAL11_SHAPES = (
+    Shape("ultralytics-banner", _text("🚀".encode()), 7),
+    Shape(
+        "mmcv-or-mmengine-logger",
+        _text(b" - mmdet - ", b" - mmseg - ", b" - mmtrack - ", b" - mmengine - "),
+        6,
+    ),
+    Shape("detectron2-logger", _text(b" d2."), 3),
+    Shape("ipython-traceback", _text(b"<ipython-input-"), 2),
+    Shape("chained-exception", _text(*CHAINED), 3),
+    Shape("child-failed", _text(b"ChildFailedError"), 2),
+    Shape("watchdog-timeout", _text(b"Watchdog caught collective operation timeout"), 2),
+    Shape("windows-console", _text(b":\\"), 2),
     Shape("bare-cr-redraw", _bare_cr, 2),
     Shape("cut-mid-line", _cut_mid_line, 2),
 )
@@ -525,6 +553,25 @@ SPECS = (
         benign_min=0.95,
         verdict=True,
     ),
+    # the tenth batch, vision, diffusion and audio training stacks (bench/README.md): 28 failures
+    # over 13 signatures (6 unclassified, each with its root line), 8 benign, 4 inconclusive
+    Spec(
+        "corpus_real11",
+        40,
+        8,
+        {"truncated-unknown": 4, "nan-loss": 4, "cuda-oom": 3},
+        ("reconstructed from https://github.com/",),
+        distinct=13,
+        unclassified=6,
+        alternates_rare=False,
+        scary=REAL11_SCARY,
+        marks=REAL_MARKS,
+        shapes=REAL11_SHAPES,
+        top1_min=0.95,
+        top3_min=0.97,
+        benign_min=0.95,
+        verdict=True,
+    ),
 )
 REAL = (
     "corpus_real",
@@ -536,6 +583,7 @@ REAL = (
     "corpus_real8",
     "corpus_real9",
     "corpus_real10",
+    "corpus_real11",
 )
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real
