@@ -109,11 +109,12 @@ REAL_MARKS: dict[str, tuple[bytes, ...]] = {
     "checkpoint-save-failed": (b"PytorchStreamWriter", b"Error while serializing"),
     "disk-full": (b"No space left on device", b"StorageFull"),
     "xid-error": (b"NVRM: Xid", b"Xid"),
-    # a worker's death as the DataLoader reports it: "DataLoader worker (pid N) is killed by signal: ..."
+    # the worker's death as the main process reports it, whatever killed it (corpus_real12's
+    # old-torch bus error and SIGKILL lines carry neither of the first two)
     "dataloader-worker-crash": (
         b"exited unexpectedly",
         b"bus error encountered in worker",
-        b"is killed by signal: ",
+        b"is killed by signal:",
     ),
     "torch-compile-recompile-limit": (b"recompile_limit", b"cache_size_limit"),
     "cuda-launch-failure": (b"unspecified launch failure", b"cudaErrorLaunchFailure"),
@@ -160,6 +161,14 @@ REAL10_SCARY = (*REAL8_SCARY, b"unexpected results", b"can cause the process to 
 # corpus_real11's benign logs: also torch's UserWarnings, xformers' missing-triton notice and mmcv's
 # head-mismatch warning when fine-tuning on other classes
 REAL11_SCARY = (*REAL8_SCARY, b"Warning", b"No module named", b"do not match")
+# corpus_real12's benign logs: also the warnings data loading, loggers and devices print on runs that go on
+REAL12_SCARY = (
+    *REAL8_SCARY,
+    b"deadlocks",
+    b"or even freeze",
+    b"fall back to run on the CPU",
+    b"entering retry loop",
+)
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -358,6 +367,24 @@ REAL11_SHAPES = (
     Shape("watchdog-timeout", _text(b"Watchdog caught collective operation timeout"), 2),
     Shape("windows-console", _text(b":\\"), 2),
     Shape("bare-cr-redraw", _bare_cr, 2),
+    Shape("cut-mid-line", _cut_mid_line, 2),
+)
+
+# the eleventh batch, data, storage and environment around training: DataLoader workers and /dev/shm, Hub
+# rate limits and connection errors, NFS/quota/ENOSPC, driver and ABI mismatches at import, loggers,
+# MPS and Windows specifics
+REAL12_SHAPES = (
+    Shape("bare-cr-redraw", _bare_cr, 6),
+    Shape("crlf", _text(b"\r\n"), 2),
+    Shape("rank-prefix", _text(b"[rank"), 4),
+    Shape("chained-exception", _text(*CHAINED), 4),
+    Shape("windows-paths", _text(b"C:\\", b"D:\\", b"F:\\"), 3),
+    Shape("hub-429-or-retry", _text(b"429 Client Error", b"thrown while requesting"), 4),
+    Shape("dataloader-worker", _text(b"DataLoader worker"), 5),
+    Shape("os-errno", _matching(rb"\[Errno (?:24|28|116|122)\]"), 4),
+    Shape("mps", _text(b"MPS backend", b"MPS device"), 3),
+    Shape("tokenizers-fork", _text(b"The current process just got forked"), 2),
+    Shape("error-glued-on-bar", _matching(rb"(?:it/s\]|s/it\]|it\])Traceback|s/it\]  Killed"), 2),
     Shape("cut-mid-line", _cut_mid_line, 2),
 )
 
@@ -572,6 +599,28 @@ SPECS = (
         benign_min=0.95,
         verdict=True,
     ),
+    # the eleventh batch, data, storage and environment around training (first score 0.788 top-1, 3 wrong
+    # confirmed, root line first 0.793, bench/README.md): 29 failures over 10 signatures (7
+    # unclassified, each with its root line), 7 benign, 4 inconclusive. top-3 is held at 0.96: of 33
+    # logs one (`received 0 items of ancdata`) is labelled unclassified-error where dataloader-shm's
+    # rule claims the open-file-limit family on purpose; that disagreement is left for review, not
+    # settled by relabelling after the score
+    Spec(
+        "corpus_real12",
+        40,
+        7,
+        {"truncated-unknown": 4},
+        ("reconstructed from https://github.com/",),
+        distinct=11,
+        unclassified=7,
+        alternates_rare=False,
+        scary=REAL12_SCARY,
+        marks=REAL_MARKS,
+        shapes=REAL12_SHAPES,
+        top1_min=0.95,
+        top3_min=0.96,
+        benign_min=0.95,
+    ),
 )
 REAL = (
     "corpus_real",
@@ -584,6 +633,7 @@ REAL = (
     "corpus_real9",
     "corpus_real10",
     "corpus_real11",
+    "corpus_real12",
 )
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real

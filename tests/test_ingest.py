@@ -449,6 +449,16 @@ def test_a_named_timestamp_prefix_gives_the_line_its_time():
     assert p.text == "step 5 loss 1.0" and p.ts is not None and p.ts == q.ts
 
 
+def test_a_slashed_date_prefix_is_peeled_and_timed_like_iso():
+    """`YYYY/MM/DD HH:MM:SS ` (Go's log package, some cluster log viewers) before each line is
+    a timestamp, and the traceback under it keeps its indentation's meaning."""
+    from triage.ingest.normalize import SourceState, normalize
+
+    (p,) = list(normalize(b"2023/08/14 09:45:31 tarfile.ReadError: unexpected end of data", SourceState()))
+    (q,) = list(normalize(b"2023-08-14 09:45:31 step 5", SourceState()))
+    assert p.text == "tarfile.ReadError: unexpected end of data" and p.ts is not None and p.ts == q.ts
+
+
 def test_openmpi_timestamp_output_is_peeled():
     # mpirun --timestamp-output: ctime glued before OpenMPI's [job,rank]<stream>: label
     state = SourceState()

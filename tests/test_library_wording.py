@@ -590,6 +590,39 @@ ENV_DRIFT: list[tuple[str, str, str, tuple[str, ...]]] = [
         "disk-full",
         (),
     ),
+    # the Hub refusing or dropping a request (corpus_real12): 429 and 5xx as requests and
+    # huggingface_hub word them, a dropped connection raised through huggingface_hub's frames
+    (
+        "hub-429-hfhub",
+        "HTTP Error 429 thrown while requesting GET https://huggingface.co/api/datasets/o/d/revision/main\n"
+        "Retrying in 1s [Retry 1/5].\n" + ENV_TB + "huggingface_hub.errors.HfHubHTTPError: 429 Client Error: "
+        "Too Many Requests for url: https://huggingface.co/api/datasets/o/d/revision/main\n",
+        "hub-unreachable",
+        (),
+    ),
+    (
+        "hub-429-requests",
+        ENV_TB + "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+        "https://huggingface.co/datasets/o/d/resolve/abc/train/0001.jsonl.zst\n",
+        "hub-unreachable",
+        (),
+    ),
+    (
+        "hub-dropped-connection-in-hub-frames",
+        ENV_TB + '  File "/venv/lib/python3.10/site-packages/huggingface_hub/utils/_http.py", line 301, in '
+        "http_backoff\n    raise err\nrequests.exceptions.ConnectionError: (ProtocolError('Connection "
+        "aborted.', RemoteDisconnected('Remote end closed connection without response')), '(Request ID: 1f)')\n",
+        "hub-unreachable",
+        (),
+    ),
+    (
+        "numpy2-abi-import",
+        "A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.0.1 as it may crash.\n\n"
+        + ENV_TB
+        + "ImportError: numpy.core.multiarray failed to import\n",
+        "extension-import-error",
+        (),
+    ),
 ]
 
 

@@ -47,6 +47,16 @@ def test_chained_traceback():
     assert st.end_state.kind == "traceback"
 
 
+def test_a_deep_traceback_keeps_its_outermost_frame():
+    """Only the innermost eight frames are kept, and the outermost one beside them: where a
+    traceback starts (a DataLoader worker's loop) is what some rules read."""
+    frames = "".join(f'  File "m{i}.py", line {i}, in f{i}\n    f{i + 1}()\n' for i in range(12))
+    st = structure("Traceback (most recent call last):\n" + frames + "ValueError: deep\n")
+    (e,) = st.exceptions
+    assert len(e.frames) == 8 and e.first_frame == 'File "m0.py", line 0, in f0'
+    assert e.all_kept_frames[0] == e.first_frame and e.all_kept_frames[1:] == e.frames
+
+
 def test_multiline_exception_message_is_kept():
     text = (
         'Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
@@ -389,3 +399,24 @@ def test_python_traceback_source_lines_are_quoted_code():
         s.feed(Line("a.log", i, t, None, i))
         quoted.append(s.quoted)
     assert quoted == [False, False, True, False, False]
+
+
+def test_a_message_that_opens_on_the_next_line_is_cited_with_its_type():
+    """`RuntimeError: ` with the text below it (multiprocessing's bootstrapping error): the
+    evidence names the message, not a bare type, and here the DataLoader's start is the rule's."""
+    from triage.engine import analyze_text
+
+    mp = "/py/lib/python3.10/multiprocessing"
+    dl = "/py/lib/python3.10/site-packages/torch/utils/data/dataloader.py"
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{dl}", line 918, in __init__\n    w.start()\n'
+        f'  File "{mp}/spawn.py", line 154, in get_preparation_data\n    _check_not_importing_main()\n'
+        f'  File "{mp}/spawn.py", line 134, in _check_not_importing_main\n    raise RuntimeError(\n'
+        "RuntimeError: \n        An attempt has been made to start a new process before the\n"
+        "        current process has finished its bootstrapping phase.\n\n"
+    )
+    rep = analyze_text(text)
+    top = rep.diagnoses[0]
+    assert top.signature == "dataloader-worker-crash"
+    assert top.evidence[0].text.startswith("RuntimeError: An attempt has been made to start a new process")

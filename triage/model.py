@@ -8,7 +8,7 @@ JSON, SARIF, TUI) renders the same `Report`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -81,13 +81,22 @@ class ExceptionInfo:
     type: str
     message: str
     line: Line
-    frames: tuple[str, ...] = ()
+    frames: tuple[str, ...] = ()  # the innermost ones (a traceback's last eight)
     chain_index: int = 0  # 0 = first printed in its chain (the root of a chain)
     chained_as: str | None = None  # "during-handling" | "direct-cause" | None
     has_traceback: bool = False
     # printed by Python's unraisable hook (`Exception ignored in: ...`): raised in a finalizer,
     # a `__del__`, an atexit callback, and swallowed there, so it did not end the run
     ignored: bool = False
+    # the outermost frame when `frames` no longer holds it: where the traceback starts (a
+    # DataLoader worker's loop, a launcher's entry point) is a fact rules read, however deep
+    # the stack under it
+    first_frame: str | None = None
+
+    @property
+    def all_kept_frames(self) -> tuple[str, ...]:
+        """The outermost frame (when dropped from `frames`) and the innermost ones."""
+        return self.frames if self.first_frame is None else (self.first_frame, *self.frames)
 
     @property
     def short_type(self) -> str:
@@ -143,6 +152,19 @@ class Evidence:
     @classmethod
     def from_line(cls, line: Line, context: tuple[str, ...] = ()) -> Evidence:
         return cls(text=line.text, source=line.source, line=line.lineno, rank=line.rank, context=context)
+
+    @classmethod
+    def from_exception(cls, exc: ExceptionInfo, context: tuple[str, ...] = ()) -> Evidence:
+        """The exception's line; when its message opens on the next line (`RuntimeError: `
+        and then the text, as multiprocessing and some libraries print it), the message's
+        first line is cited with it, so the evidence says what failed."""
+        ev = cls.from_line(exc.line, context)
+        head = exc.line.text.rstrip()
+        if head.endswith(":") and head.endswith(exc.short_type + ":"):
+            first = exc.message.split("\n", 1)[0].strip()
+            if first:
+                ev = replace(ev, text=f"{head} {first}")
+        return ev
 
 
 @dataclass(frozen=True, slots=True)

@@ -453,7 +453,8 @@ class Matcher:
                 continue
             if c.raised_in is not None and not (e.frames and c.raised_in.search(e.frames[-1])):
                 continue
-            if c.frames_pattern is not None and not any(c.frames_pattern.search(f) for f in e.frames):
+            frames_re = c.frames_pattern
+            if frames_re is not None and not any(frames_re.search(f) for f in e.all_kept_frames):
                 continue
             if _unless_line(rule.unless, full):
                 continue
@@ -461,7 +462,7 @@ class Matcher:
                 Finding(
                     c.rule_id,
                     c.confidence,
-                    Evidence.from_line(e.line),
+                    Evidence.from_exception(e),
                     _order(e.line),
                     c.name or f"match[{c.index}]",
                     e.line.ts,
@@ -486,7 +487,7 @@ class Matcher:
             Finding(
                 c.rule_id,
                 c.confidence,
-                Evidence.from_line(root.line, ctx),
+                Evidence.from_exception(root, ctx),
                 _order(root.line),
                 c.name or f"match[{c.index}]",
                 root.line.ts,

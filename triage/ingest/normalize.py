@@ -121,8 +121,10 @@ def _drop(m: re.Match[str], p: Peeled) -> None:
     return None
 
 
+# "2026-12-02 06:11:24", and the slashed date Go's log package and some cluster log viewers
+# write before each line ("2026/12/02 06:11:24 text")
 _ISO = (
-    r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?P<y>\d{4})[-/](?P<mo>\d{2})[-/](?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?"
 )
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)"

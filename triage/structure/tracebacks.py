@@ -227,6 +227,7 @@ class TracebackReader:
                 has_traceback=True,
                 frames=tuple(tb.frames[-8:]),
                 ignored=tb.ignored,
+                first_frame=tb.frames[0] if len(tb.frames) > 8 else None,
             )
         # else something else interrupted the traceback (interleaved output)
 
