@@ -169,6 +169,9 @@ REAL12_SCARY = (
     b"fall back to run on the CPU",
     b"entering retry loop",
 )
+# corpus_real14's benign logs: also TensorFlow's start-up E-lines (plugin factory registration) and the
+# TF-TRT warning, printed by runs that go on
+REAL14_SCARY = (*REAL8_SCARY, b"Unable to register", b"TF-TRT Warning")
 
 # Signatures with fewer than 5 real-corpus logs because fewer real examples were found in
 # public threads (the count each has now: it may grow, never shrink). Every other signature
@@ -386,6 +389,21 @@ REAL12_SHAPES = (
     Shape("tokenizers-fork", _text(b"The current process just got forked"), 2),
     Shape("error-glued-on-bar", _matching(rb"(?:it/s\]|s/it\]|it\])Traceback|s/it\]  Killed"), 2),
     Shape("cut-mid-line", _cut_mid_line, 2),
+)
+REAL14_SHAPES = (
+    Shape("tf-factory-registration", _text(b"when one has already been registered"), 4),
+    Shape("xla-resource-exhausted", _text(b"RESOURCE_EXHAUSTED", b"Resource exhausted"), 3),
+    Shape("absl-glog-prefix", _matching(rb"(?m)^[IWE]\d{4} \d\d:\d\d:\d+\.\d{6} +\d+ "), 4),
+    Shape("xla-buffer-assignment", _text(b"BufferAssignment OOM Debugging."), 1),
+    Shape("keras-bar-glued", _matching(rb"ETA: \d+s - loss: [\w.]+Epoch \d+/"), 1),
+    Shape(
+        "interleaved-tracebacks",
+        _text(b"Traceback (most recent call last):\nTraceback (most recent call last):"),
+        1,
+    ),
+    Shape("terminal-wrap-mid-word", _text(b"already been registe\nred"), 1),
+    Shape("bare-cr-redraw", _bare_cr, 1),
+    Shape("cut-mid-line", _cut_mid_line, 1),
 )
 
 SPECS = (
@@ -621,6 +639,24 @@ SPECS = (
         top3_min=0.96,
         benign_min=0.95,
     ),
+    # corpus_real14, JAX, TensorFlow/Keras and XLA training (bench/README.md): 10 failures over
+    # 8 signatures (1 unclassified, each with its root line), 3 benign, 3 inconclusive
+    Spec(
+        "corpus_real14",
+        16,
+        3,
+        {"truncated-unknown": 3},
+        ("reconstructed from https://github.com/",),
+        distinct=8,
+        unclassified=1,
+        alternates_rare=False,
+        scary=REAL14_SCARY,
+        marks=REAL_MARKS,
+        shapes=REAL14_SHAPES,
+        top1_min=0.95,
+        top3_min=0.96,
+        benign_min=0.95,
+    ),
 )
 REAL = (
     "corpus_real",
@@ -634,6 +670,7 @@ REAL = (
     "corpus_real10",
     "corpus_real11",
     "corpus_real12",
+    "corpus_real14",
 )
 BY_NAME = {s.name: s for s in SPECS}
 # the corpora whose whole score the scorer's command line prints in these tests (the real
