@@ -639,8 +639,10 @@ SPECS = (
         top3_min=0.96,
         benign_min=0.95,
     ),
-    # corpus_real14, JAX, TensorFlow/Keras and XLA training (bench/README.md): 10 failures over
-    # 8 signatures (1 unclassified, each with its root line), 3 benign, 3 inconclusive
+    # corpus_real14, JAX, TensorFlow/Keras and XLA training (first score 0.538 top-1, 0 wrong confirmed,
+    # root line first 0.700, bench/README.md): 10 failures over 8 signatures (1 unclassified, each with
+    # its root line), 3 benign, 3 inconclusive; after the fixes 1.000 / 1.000, root line 0.900 (the
+    # T5X BufferAssignment log cites PJRT's earlier line of the same OOM), so its whole verdict holds
     Spec(
         "corpus_real14",
         16,
@@ -654,8 +656,9 @@ SPECS = (
         marks=REAL_MARKS,
         shapes=REAL14_SHAPES,
         top1_min=0.95,
-        top3_min=0.96,
+        top3_min=0.97,
         benign_min=0.95,
+        verdict=True,
     ),
 )
 REAL = (
