@@ -217,6 +217,24 @@ def test_stall_from_a_step_number_that_does_not_move():
     assert not [e for e in structure("\n".join(moving) + "\n").events if e.kind == "stall"]
 
 
+def test_stall_from_a_progress_bar_redrawn_at_one_count():
+    # no timestamps: the bar's own elapsed clock runs on while the count stays at 7/50
+    bar = " 14%|█▍        | 7/50 [{}<{}, {}s/it]"
+    lines = [
+        bar.format("00:42", "04:18", "6.00"),
+        bar.format("2:10:05", "12:30:00", "1115.00"),
+        bar.format("5:01:44", "30:11:02", "2582.00"),
+    ]
+    stalls = [e for e in structure("\n".join(lines) + "\n").events if e.kind == "stall"]
+    assert stalls and stalls[0].data["last_step"] == 7 and stalls[0].data["repeats"] == 3
+    assert stalls[0].data["silent_s"] >= 300
+    # a bar that moves, or one redrawn at one count for less than the threshold, is no stall
+    moving = [f" {i * 2}%|▏         | {i}/50 [00:{i * 6:02d}<04:18, 6.00s/it]" for i in range(1, 6)]
+    brief = [bar.format("00:42", "04:18", "6.00"), bar.format("01:30", "04:18", "6.00")] * 2
+    for other in (moving, brief):
+        assert not [e for e in structure("\n".join(other) + "\n").events if e.kind == "stall"]
+
+
 def test_completed_progress_bar_after_an_error_is_a_clean_exit():
     text = (
         'Traceback (most recent call last):\n  File "t.py", line 1, in f\n'

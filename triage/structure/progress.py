@@ -25,6 +25,10 @@ STALL_MIN_S = 300  # ...and at least five minutes of it
 PROGRESS_KEPT = 16  # loss lines remembered per (source, rank), to tell a run that went on
 MAX_PHASES = 512  # phase changes kept; past it the middle ones are dropped
 _YEAR_S = 366 * 86400  # a gap longer than this compares a year-less clock with a dated one
+BAR_REPEATS = 3  # a progress bar redrawn this many times at one count, its clock running on...
+# tqdm's count and elapsed clock, "11/40 [14:27:51<38:08:09, 4734.11s/it]" (a day count as
+# tqdm writes it past 24 hours: "1 day, 2:03:04")
+_BAR_RE = re.compile(r"(\d+)/(\d+) \[(?:(\d+) days?, )?(?:(\d+):)?(\d{1,2}):(\d{2})<")
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,17 @@ def _step_of(text: str, low: str | None) -> re.Match[str] | None:
     return T.STEP_RE.search(text, max(0, first))
 
 
+def _bar_of(text: str) -> tuple[str, int, int, float] | None:
+    """A tqdm bar's (description, count, total, elapsed seconds), or None."""
+    m = _BAR_RE.search(text)
+    if m is None:
+        return None
+    days, hours, minutes, seconds = m.group(3, 4, 5, 6)
+    elapsed = int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds)
+    desc = text[: m.start()].split("%|")[0].rstrip(" 0123456789")
+    return desc, int(m.group(1)), int(m.group(2)), float(elapsed)
+
+
 def _lower(text: str) -> str | None:
     """The lower-cased copy of an ASCII line (same offsets), or None for any other."""
     return text.lower() if text.isascii() else None
@@ -188,6 +203,8 @@ class ProgressReader:
         self.grad_norm: float | None = None
         self._last_ts: tuple[float, Line] | None = None
         self._repeat: tuple[int, float, float, int, Line] | None = None
+        # the latest bar's (key, count, first elapsed, last elapsed, redraws, line)
+        self._bar: tuple[tuple[Any, ...], int, float, float, int, Line] | None = None
         self._losses: deque[tuple[int | None, float]] = deque(maxlen=4096)
         self._progress: dict[tuple[str, int | None], deque[int]] = {}
         self._series = SeriesReader()
@@ -211,6 +228,8 @@ class ProgressReader:
         if phase is not None:
             self._phase(line, phase)
         self._metrics(line, text)
+        if "<" in text and " [" in text:
+            self._bar_line(line, text)
         row_loss = self._series.feed(line)
         if row_loss is not None:
             self._loss(line, row_loss)
@@ -290,6 +309,20 @@ class ProgressReader:
         else:
             self._repeat = (step, cur[1], line.ts or cur[2], cur[3] + 1, line)
 
+    def _bar_line(self, line: Line, text: str) -> None:
+        """A progress bar drawn on its own line: how long it has shown the same count
+        while its own clock ran on (a frozen bar in a log without timestamps)."""
+        bar = _bar_of(text)
+        if bar is None:
+            return
+        desc, n, total, elapsed = bar
+        key = (line.source, line.rank, desc, total)
+        cur = self._bar
+        if cur is None or cur[0] != key or cur[1] != n or elapsed < cur[3]:
+            self._bar = (key, n, elapsed, elapsed, 1, line)
+        else:
+            self._bar = (key, n, cur[2], elapsed, cur[4] + 1, line)
+
     # -- reading out (pure) --------------------------------------------------------
     def now(self) -> Progress:
         """The latest phase and values: cheap, no copy of the state."""
@@ -337,6 +370,9 @@ class ProgressReader:
                 "repeats": count,
             }
             return Event("stall", line, data)
+        bar = self._bar_stall()
+        if bar is not None:
+            return bar
         step_times = list(self._m["step_times"])
         if len(step_times) < 5 or self._last_ts is None:
             return None
@@ -354,3 +390,24 @@ class ProgressReader:
             "last_step": self._m.get("last_step"),
         }
         return Event("stall", self._last_ts[1], data)
+
+    def _bar_stall(self) -> Event | None:
+        """The last bar was redrawn BAR_REPEATS times at one count (past the first item)
+        while its elapsed clock grew by STALL_FACTOR of its own time per item, and at
+        least STALL_MIN_S: no item finished for that long."""
+        bar = self._bar
+        if bar is None or bar[4] < BAR_REPEATS or bar[1] < 1:
+            return None
+        _key, n, first, last, count, line = bar
+        per_item = max(first / n, 1e-3)
+        silent = last - first
+        if silent < max(STALL_FACTOR * per_item, STALL_MIN_S):
+            return None
+        data = {
+            "silent_s": round(silent, 1),
+            "step_interval_s": round(per_item, 3),
+            "factor": round(silent / per_item, 1),
+            "last_step": n,
+            "repeats": count,
+        }
+        return Event("stall", line, data)
