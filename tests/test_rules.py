@@ -39,3 +39,25 @@ def test_rule_literals_are_selective():
     from triage.engine.lint import _selectivity
 
     assert _selectivity(RULES) == []
+
+
+def test_lines_of_the_same_second_keep_their_order():
+    """A timestamp on every line with one time for all of them (a wrapper stamping each line
+    with the second it read it) must not reorder cause and consequence: the rank's own error
+    still leads srun's and the agent's SIGTERMs that came after it (a real corpus_real9 log)."""
+    from pathlib import Path
+
+    from triage.engine import analyze_text
+
+    log = (
+        Path(__file__).parent
+        / "corpus_real9/logs/unc_slurm_torchrun_straggler_example_cuda_device_busy_unavailable.log"
+    )
+    text = log.read_text()
+    stamped = "".join(f"[2026-12-02 03:44:01] {line}\n" for line in text.splitlines())
+    tops = []
+    for t in (text, stamped):
+        rep = analyze_text(t, rules=get_rules())
+        top = rep.diagnoses[0]
+        tops.append((top.signature, top.confidence.label, top.role))
+    assert tops[0] == tops[1] == ("unclassified-error", "possible", "root-cause")

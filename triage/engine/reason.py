@@ -30,6 +30,9 @@ class _Cand:
     role: str = "root-cause"
     explained_by: str | None = None
     first_seen: float = 0.0
+    # (first_seen, the read order of that finding): lines of the same second keep the
+    # order they were written in
+    seen: tuple[float, float] = (0.0, 0.0)
     inferred: bool = False  # only end-state or fact clauses fired: nothing in the log says so
     facts: Mapping[str, Any] = field(default_factory=dict)
     severity: str = "error"  # the rule's, or "error" when a clause that escalates fired
@@ -105,6 +108,7 @@ def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Can
             conf,
             _pick_evidence(_inner_first(fs, rules[rid])),
             first_seen=when(fs[0]),
+            seen=(when(fs[0]), fs[0].order),
             inferred=inferred,
             severity=_severity(rules[rid], fs),
         )
@@ -354,13 +358,13 @@ def _fallbacks(cands: dict[str, _Cand]) -> None:
 def _explain(cands: dict[str, _Cand]) -> None:
     """Mark consequences: B is explained by A when A.explains names B (or its alias),
     and yielding rules (torchrun-child-failed) are explained by anything specific."""
-    roots = sorted(cands.values(), key=lambda c: (-c.confidence, c.first_seen))
+    roots = sorted(cands.values(), key=lambda c: (-c.confidence, c.seen))
     for b in cands.values():
         names = {b.rule.id, *b.rule.aliases}
         for a in roots:
             if a is b or not names & set(a.rule.explains) or a.severity == "warning":
                 continue  # a warning (a recompile limit that only slowed the run) explains nothing
-            if a.rule.id in b.rule.explains and b.first_seen < a.first_seen:
+            if a.rule.id in b.rule.explains and b.seen < a.seen:
                 continue  # they explain each other: the earlier one leads
             if a.inferred and not b.inferred:
                 continue  # an inference never demotes a failure the log shows
@@ -400,7 +404,7 @@ def _root_error_before(a: _Cand, b: _Cand) -> bool:
     """The generic rule's root error is `possible` because no rule names why it happened, not
     because it is a guess: the run did fail there. One the log shows before what it explains
     (srun's SIGTERM to the other tasks after one raised, a peer's timeout) is that one's cause."""
-    return a.rule.generic and not a.inferred and a.first_seen < b.first_seen
+    return a.rule.generic and not a.inferred and a.seen < b.seen
 
 
 def _score(c: _Cand) -> float:
@@ -450,7 +454,7 @@ def _sort_key(c: _Cand) -> tuple[Any, ...]:
         ROLE_ORDER[c.role],
         -c.confidence,
         1 if c.rule.fallback else (2 if c.inferred else 0),
-        c.first_seen,
+        c.seen,
         -_score(c),
     )
 
