@@ -62,10 +62,7 @@ def _source_end(
     def st(kind: str) -> EndState:
         return EndState(kind, phase, last.lineno, src.path, last.text[-200:])
 
-    said = [x for x in tail if not T.EXIT_NOISE_RE.search(x.text)] or tail  # exit-time noise aside
-    if any(_clean_exit_at(x, tail) and not _raised_after(x, excs) for x in said[-5:]):
-        return st("clean-exit")
-    if _a_rank_ended_clean(tail, excs):
+    if any(_finished_at(x, tail, excs) for x in _last_said(tail)):
         return st("clean-exit")
     if excs and any(x.seq > excs[-1].line.seq and T.BAR_DONE_RE.search(x.text) for x in tail):
         return st("clean-exit")  # the work finished after the error: it was handled
@@ -80,30 +77,24 @@ def _source_end(
     return st("no-terminal-event")
 
 
-def _clean_exit_at(x: Line, tail: list[Line]) -> bool:
-    """`x` says the run finished, and nothing after it ends like an error (Killed, a
-    segfault, a scheduler's cancel)."""
-    return bool(T.CLEAN_EXIT_RE.search(x.text)) and not any(
-        y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail
-    )
-
-
-def _raised_after(x: Line, excs: list[ExceptionInfo]) -> bool:
-    return any(e.line.seq > x.seq for e in excs)
-
-
-def _a_rank_ended_clean(tail: list[Line], excs: list[ExceptionInfo]) -> bool:
-    """Several ranks in one source each end their own output (each says it finished, then
-    prints its teardown warnings, their lines mixed): a rank's clean exit among its own
-    last 5 lines counts where nothing after it in the source looks like an error (no
-    exception read after it, no error ending)."""
+def _last_said(tail: list[Line]) -> list[Line]:
+    """The lines a clean exit may stand on: the last 5 with exit-time noise set aside
+    (torch's per-rank "process group has NOT been destroyed"), and where several ranks
+    share the source (each says it finished, then prints its teardown, their lines
+    mixed), each rank's own last 5."""
+    said = [x for x in tail if not T.EXIT_NOISE_RE.search(x.text)] or tail
     by_rank: dict[int | None, list[Line]] = {}
     for x in tail:
         by_rank.setdefault(x.rank, []).append(x)
-    if len(by_rank) < 2:
-        return False
-    for lines in by_rank.values():
-        for x in lines[-5:]:
-            if _clean_exit_at(x, tail) and not _raised_after(x, excs):
-                return True
-    return False
+    per_rank = [x for lines in by_rank.values() for x in lines[-5:]] if len(by_rank) > 1 else []
+    return [*said[-5:], *per_rank]
+
+
+def _finished_at(x: Line, tail: list[Line], excs: list[ExceptionInfo]) -> bool:
+    """`x` says the run finished, and nothing after it ends like an error (Killed, a
+    segfault, a scheduler's cancel) or raises."""
+    return (
+        T.CLEAN_EXIT_RE.search(x.text) is not None
+        and not any(e.line.seq > x.seq for e in excs)
+        and not any(y.seq > x.seq and T.ERROR_END_RE.search(y.text) for y in tail)
+    )
