@@ -29,9 +29,8 @@ class _Cand:
     counter: list[Evidence] = field(default_factory=list)
     role: str = "root-cause"
     explained_by: str | None = None
-    first_seen: float = 0.0
-    # (first_seen, the read order of that finding): lines of the same second keep the
-    # order they were written in
+    # (when its first finding was seen: its time, else its read order; that finding's read
+    # order): lines of the same second keep the order they were written in
     seen: tuple[float, float] = (0.0, 0.0)
     inferred: bool = False  # only end-state or fact clauses fired: nothing in the log says so
     facts: Mapping[str, Any] = field(default_factory=dict)
@@ -107,7 +106,6 @@ def _group(findings: list[Finding], rules: Mapping[str, Rule]) -> dict[str, _Can
             fs,
             conf,
             _pick_evidence(_inner_first(fs, rules[rid])),
-            first_seen=when(fs[0]),
             seen=(when(fs[0]), fs[0].order),
             inferred=inferred,
             severity=_severity(rules[rid], fs),
@@ -435,7 +433,7 @@ def _to_diagnosis(c: _Cand) -> Diagnosis:
         checks=tuple(fill_facts(x, c.facts) for x in r.checks),
         remedies=tuple(fill_facts(x, c.facts) for x in r.remedies),
         docs=r.docs,
-        first_seen=c.first_seen,
+        first_seen=c.seen[0],
         category=r.category,
         ranks=tuple(sorted({f.evidence.rank for f in c.findings if f.evidence.rank is not None})),
         occurrences=len(c.findings),
