@@ -381,8 +381,6 @@ class _Windows:
         if self.sample_lines and self.sample_bytes:
             spans.extend(_samples(data, self.data_pos, self.sample_bytes, self.sample_lines))
             spans.extend(self.series.spans(data, self.before, self.after))
-            if native is not None:
-                spans.extend(native.extremes(data, EXTREME_BLOCK))
         self.data_pos += len(data)
         if self.pending_after:
             spans.append((0, _forward(data, 0, self.pending_after)))
@@ -488,6 +486,8 @@ class _SeriesPicker:
                 timed.append((start, ts))
         for pos in self._gaps(data, timed):
             out.append((_backward(data, pos, before), _forward(data, pos, after + 1)))
+        if native is not None:  # each metric's extremes, every value read natively
+            out.extend(native.extremes(data, EXTREME_BLOCK))
         return out
 
     def _ts(self, data: bytes, start: int, end: int) -> float | None:
