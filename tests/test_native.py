@@ -274,3 +274,223 @@ def test_a_stale_build_is_not_used(tmp_path, monkeypatch):
     assert native_mod.load(changed) is None
     monkeypatch.setenv("TRIAGE_NATIVE", "0")
     assert native_mod.load(src) is None
+
+
+# -- plain: a line cleaned and peeled --------------------------------------------------
+# Prefix pieces in the shapes the rows of normalize.PREFIXES read, near misses beside
+# them; "#" is a run of digits of a random length, "9" one digit of another script.
+PREFIX_PIECES = (
+    "[default#]:",
+    "[trainer#]: ",
+    "[role#]:\t",
+    "[def#]:",
+    "[rank#]:",
+    "[rank#]: ",
+    "rank#]: ",
+    "rank#: ",
+    "rank#:",
+    "[#,#]<stdout>:",
+    "[#,#]<stderr>: ",
+    "[#,#]<stdin>:",
+    "node-#: #: ",
+    "a-#: #: ",
+    "-#: #: ",
+    "(RayTrainWorker pid=#, ip=10.0.0.#) ",
+    "(pid=#) ",
+    "(w, rank=#, pid=#)",
+    "(x,pid=#)",
+    "(pid=)",
+    "(raylet) ",
+    "(raylet, ip=1.2.3.#)",
+    "[pod/a-#/b.c] ",
+    "[pod/a/] ",
+    "trainer-#  | ",
+    "trainer-#  |   ",
+    "svc  | x",
+    "ab |",
+    "x_# | ",
+    "####-##-## ##:##:##,### ",
+    "####-##-##T##:##:##.#Z ",
+    "[####/##/## ##:##:##] ",
+    "####-##-## ##:##:##.##########|",
+    "####-##-## ##:##:##+##:##: ",
+    "[####-##-## ##:##:##][",
+    "####-##-## ##:##:##-####",
+    "[trainer ####-##-## ##:##:##] ",
+    "[x ####-##-## ##:##:##,#]",
+    "I#### ##:##:##.# # file.py:#] ",
+    "[W#### ##:##:##.####### a:b:#]",
+    "E#### ##:##:## # #:#] ",
+    "F#### ##:##:## x]",
+    "[W a/b.cc:#] ",
+    "[I x:#]",
+    "Nov  # ##:##:## host kernel: ",
+    "Foo # ##:##:##.# h p[#]: ",
+    "Dec ### ##:##:## a b: ",
+    "Tue Nov # ##:##:## #### ",
+    "Sun Jan ## ##:##:## ####[",
+    "Mon Xyz # ##:##:## #### ",
+    "[Tue Nov # ##:##:## ####] ",
+    "[Tue Nov # ##:##:## #####]",
+    "[ #.######] ",
+    "[#.##] ",
+    "##:##:## ",
+    "[##:##:##,#] ",
+    "##:##:##.#]\t",
+    "##:##:##",
+    "[INFO] [a.py:#:f] ",
+    "[WARNING]",
+    "[INFO] [x:#:] ",
+    "INFO:root:",
+    "WARNING:pkg.train:",
+    "INFOX:a:",
+    "x - INFO - ",
+    "- a.b - ERROR - ",
+    "-- WARN - ",
+    "[INFO|a.py:#] ####-##-## ##:##:##,### >> ",
+    "[INFO|a.py:#]  >> ",
+    "[ERR|x:#]",
+    "[app][INFO] - ",
+    "[ INFO ] ",
+    "[INFO ]",
+    "WARNING: ",
+    "ERROR | ",
+    "INFO - ",
+    "INFO -",
+    "ERRORS: ",
+    "a.py:#] ",
+    "x.b.py:#]\t",
+    ".py:#] ",
+    "^C^C",
+    "^C ",
+    "^C",
+    "  # | ",
+    "  #│ ",
+    "        # | ",
+    "########|",
+    "[#] ",
+    "[#]  ",
+    "L#: ",
+    "#: ",
+    "  #: ",
+    "    #: ",
+    "#:",
+)
+PLAIN_TAILS = (
+    "",
+    " ",
+    "\t",
+    "\u00a0",
+    "\u3000",
+    "é",
+    "日本語",
+    "]",
+    "[",
+    ":",
+    "|",
+    "-",
+    " - ",
+    ">>",
+    ".",
+    "x",
+    "step 10 loss 2.3",
+    "Traceback (most recent call last):",
+    '  File "t.py", line 3',
+    "RuntimeError: x",
+    " 50%|███       | 5/10 [00:01<00:01, 2.00it/s]",
+    " 7%|#| 1/9 [00:01<00:09] x",
+    "|1/2 [x]",
+    "/? [",
+    "\\n",
+    "\\n  File",
+    "\r",
+    "\r \r",
+    "\r\u00a0",
+    "█▉",
+)
+
+
+def prefixed_lines(n: int, seed: int) -> list[bytes]:
+    rnd = random.Random(seed)
+
+    def fill(piece: str) -> str:
+        out = []
+        for ch in piece:
+            if ch == "#":
+                ch = (
+                    "\u0663"
+                    if rnd.random() < 0.01
+                    else str(rnd.randint(0, 10 ** rnd.choice((1, 2, 4, 8, 19))))
+                )
+            out.append(ch)
+        return "".join(out)
+
+    lines = []
+    for _ in range(n):
+        text = "".join(fill(rnd.choice(PREFIX_PIECES)) for _ in range(rnd.choice((1, 1, 2, 3, 4, 6))))
+        text += rnd.choice(PLAIN_TAILS)
+        if rnd.random() < 0.05:
+            text = rnd.choice(("", "  ")) + "\r" + text + rnd.choice(("", "\r"))
+        data = text.encode()
+        lines.append(data + b"\xff" if rnd.random() < 0.01 else data)
+    return lines
+
+
+def _plain_differences(lines: list[bytes]) -> tuple[int, list[Any]]:
+    """(lines the module read, those where it read other than the Python path)."""
+    from triage.ingest.normalize import SourceState, _normalize_plain, peeled
+
+    read, bad = 0, []
+    mine, theirs = SourceState(), SourceState()
+    for data in lines:
+        got = native.plain(data)
+        if got is None:
+            continue
+        read += 1
+        a, b = peeled(got, mine), _normalize_plain(data, theirs)
+        if b is None or (a.text, a.rank, a.ts) != (b.text, b.rank, b.ts) or mine != theirs:
+            bad.append((data, got, b))
+            mine, theirs = SourceState(), SourceState()
+    return read, bad
+
+
+@needs_native
+def test_plain_peels_every_log_line_as_the_python_path_does():
+    lines = [ln for p in LOGS for ln in p.read_bytes().split(b"\n")]
+    read, bad = _plain_differences(lines)
+    assert bad == []
+    assert read > 0.9 * len(lines)
+
+
+@needs_native
+@pytest.mark.parametrize("seed", [1, 2])
+def test_plain_peels_generated_prefixes_as_the_python_path_does(seed):
+    lines = prefixed_lines(25_000, seed)
+    read, bad = _plain_differences(lines)
+    assert bad[:5] == []
+    assert read > 0.8 * len(lines)
+
+
+@needs_native
+def test_plain_counts_srun_labels_as_the_source_state_does():
+    """Labels that count up line by line are line numbers (SourceState), after 20."""
+    lines = [f"{i}: step {i} loss 1.0".encode() for i in range(1, 40)]
+    lines += [b"3: [rank5]: x", b"[rank5]: 3: x", b"  7: x", b"12345: x", b"1: 2: x"]
+    read, bad = _plain_differences(lines)
+    assert bad == [] and read == len(lines) - 1  # two labels on a line: the Python path
+
+
+@needs_native
+def test_plain_knows_the_rows_in_table_order():
+    from triage.ingest.normalize import PREFIXES
+
+    assert tuple(name for name, _rx, _h in PREFIXES) == native.PREFIX_ROWS
+
+
+@needs_native
+def test_plain_leaves_what_it_cannot_read_to_python():
+    for data in (b"\x1b[31mred\x1b[0m", b"a\x00b", b"x\\n  File", b"10%|#| 1/9 [00:01<00:09] glued"):
+        assert native.plain(data) is None, data
+    assert native.plain(b"[rank1]: 2026-01-02 03:04:05 hi")[:3] == ("hi", 1, 1767323045.0)
+    assert native.plain(b"\xffx")[0] == "\ufffdx"  # any bytes: decoded as _clean decodes them
+    assert native.plain("not bytes") is None

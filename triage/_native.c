@@ -545,6 +545,1035 @@ static PyObject *metrics(PyObject *Py_UNUSED(self), PyObject *arg) {
     return out;
 }
 
+/* ---- plain(data): one physical line cleaned and peeled, as normalize.py does it ------
+ *
+ * normalize_plain's work on the lines that make up nearly all of a log: printable ASCII
+ * (tabs allowed), at most a final \r, no escaped newline and no progress bar. Each
+ * prefix row of triage/ingest/normalize.py (PREFIXES, SRUN_LABEL) is matched here as
+ * Python's regex matches it on such text, backtracking included, in table order, at
+ * most eight times; the row's handler runs as the Python one does (the first rank and
+ * the first time kept). Every other line is None: the Python path reads it. */
+
+#define CH(i) ((i) < n ? (long)s[(i)] : -1L)
+#define UP(c) ((c) >= 'A' && (c) <= 'Z')
+#define LO(c) ((c) >= 'a' && (c) <= 'z')
+#define WS(c) ws_c(c)
+#define DG(c) dg_c(c)
+#define AW(c) aw_c(c)
+
+typedef const Py_UCS4 u4;
+
+/* \s, \d and \w as Python's regexes read them in a str (-1: past the end) */
+static int ws_c(long c) {
+    if (c < 128)
+        return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+    return Py_UNICODE_ISSPACE((Py_UCS4)c);
+}
+static int dg_c(long c) { return (c >= '0' && c <= '9') || (c >= 128 && Py_UNICODE_ISDECIMAL((Py_UCS4)c)); }
+static int aw_c(long c) {
+    if (c < 128)
+        return (c >= '0' && c <= '9') || UP(c) || LO(c) || c == '_';
+    return Py_UNICODE_ISALNUM((Py_UCS4)c);
+}
+
+/* a digit read as a number here is an ASCII one: another (int() reads "\u0663" too) sends
+ * the line to Python */
+static int g_bail;
+static int ascii_digit(long c) {
+    if (c >= '0' && c <= '9')
+        return 1;
+    g_bail = 1;
+    return 0;
+}
+
+
+
+enum { TS_NONE, TS_ISO, TS_GLOG, TS_SYSLOG, TS_CTIME, TS_CLOCK };
+
+typedef Py_ssize_t (*Rest)(u4 *s, Py_ssize_t n, Py_ssize_t i);
+
+typedef struct {
+    long long r;
+    int has_r, kind, bail;
+    int y, mo, d, h, mi, sec, mon; /* mon: 1-12 from a month name, 0 for another */
+    Py_ssize_t fs, fl;             /* the fraction's digits (fl 0: none) */
+} Groups;
+
+static Py_ssize_t ws(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && WS(s[i]))
+        i++;
+    return i;
+}
+static Py_ssize_t digs(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && DG(s[i]))
+        i++;
+    return i;
+}
+static int cls5(long c) { return AW(c) || c == '.' || c == '-'; }  /* [\w.-] */
+static int clsip(long c) { return cls5(c) || c == ':'; }          /* [\w.:-] */
+static int clsfile(long c) { return cls5(c) || c == '/'; }        /* [\w./-] */
+static int clspl(long c) { return cls5(c) || c == '<' || c == '>'; } /* [\w.<>-] */
+static int clshf(long c) { return DG(c) || c == '-' || c == ':' || c == ' ' || c == ','; }
+static int clssys(long c) { return clsfile(c) || c == '@'; }      /* [\w./@-] */
+static Py_ssize_t run(u4 *s, Py_ssize_t n, Py_ssize_t i, int (*cls)(long)) {
+    while (i < n && cls(s[i]))
+        i++;
+    return i;
+}
+static int lit(u4 *s, Py_ssize_t n, Py_ssize_t i, const char *w) {
+    for (; *w; w++, i++)
+        if (i >= n || s[i] != (unsigned char)*w)
+            return 0;
+    return 1;
+}
+static int num(u4 *s, Py_ssize_t i, Py_ssize_t j) {
+    int v = 0;
+    for (; i < j; i++)
+        v = ascii_digit(s[i]) ? v * 10 + (int)(s[i] - '0') : 0;
+    return v;
+}
+/* two digits at i (\d{2}) into *v */
+static int two(u4 *s, Py_ssize_t n, Py_ssize_t i, int *v) {
+    if (!(DG(CH(i)) && DG(CH(i + 1))))
+        return 0;
+    *v = num(s, i, i + 2);
+    return 1;
+}
+static int rank_of(u4 *s, Py_ssize_t i, Py_ssize_t j, Groups *g) {
+    if (j - i > 18) {
+        g->bail = 1;
+        return 0;
+    }
+    long long v = 0;
+    for (; i < j; i++)
+        v = ascii_digit(s[i]) ? v * 10 + (long long)(s[i] - '0') : 0;
+    g->r = v;
+    g->has_r = 1;
+    return 1;
+}
+
+/* _LEVEL, then `rest`: the alternatives in their order */
+static const char *LEVELS[] = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING",
+                               "ERROR", "ERR", "CRITICAL", "FATAL", NULL};
+static Py_ssize_t level(u4 *s, Py_ssize_t n, Py_ssize_t i, Rest rest) {
+    for (const char **l = LEVELS; *l; l++)
+        if (lit(s, n, i, *l)) {
+            Py_ssize_t e = rest(s, n, i + (Py_ssize_t)strlen(*l));
+            if (e >= 0)
+                return e;
+        }
+    return -1;
+}
+
+/* (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) */
+static Py_ssize_t hms(u4 *s, Py_ssize_t n, Py_ssize_t i, Groups *g) {
+    if (!two(s, n, i, &g->h) || CH(i + 2) != ':' || !two(s, n, i + 3, &g->mi) || CH(i + 5) != ':' ||
+        !two(s, n, i + 6, &g->sec))
+        return -1;
+    return i + 8;
+}
+
+/* _ISO at i, then `rest`, trying the fraction and the zone as the regex backtracks */
+static Py_ssize_t iso(u4 *s, Py_ssize_t n, Py_ssize_t i, Groups *g, Rest rest) {
+    if (digs(s, n, i) < i + 4)
+        return -1;
+    g->y = num(s, i, i + 4);
+    i += 4;
+    if (!(CH(i) == '-' || CH(i) == '/') || !two(s, n, i + 1, &g->mo))
+        return -1;
+    i += 3;
+    if (!(CH(i) == '-' || CH(i) == '/') || !two(s, n, i + 1, &g->d))
+        return -1;
+    i += 3;
+    int c = CH(i);
+    if (!(c == 'T' || c == ' ' || c == '_'))
+        return -1;
+    Py_ssize_t p = hms(s, n, i + 1, g);
+    if (p < 0)
+        return -1;
+    Py_ssize_t nd = 0;
+    if (CH(p) == '.' || CH(p) == ',') {
+        nd = digs(s, n, p + 1) - (p + 1);
+        if (nd > 9)
+            nd = 9;
+    }
+    for (Py_ssize_t f = nd; f >= 0; f--) {
+        Py_ssize_t q = f ? p + 1 + f : p;
+        Py_ssize_t cand[4];
+        int k = 0;
+        if (CH(q) == 'Z')
+            cand[k++] = q + 1;
+        else if ((CH(q) == '+' || CH(q) == '-') && DG(CH(q + 1)) && DG(CH(q + 2))) {
+            if (CH(q + 3) == ':' && DG(CH(q + 4)) && DG(CH(q + 5)))
+                cand[k++] = q + 6;
+            if (DG(CH(q + 3)) && DG(CH(q + 4)))
+                cand[k++] = q + 5;
+        }
+        cand[k++] = q;
+        for (int j = 0; j < k; j++) {
+            Py_ssize_t e = rest(s, n, cand[j]);
+            if (e >= 0) {
+                g->fs = p + 1;
+                g->fl = f;
+                g->kind = TS_ISO;
+                return e;
+            }
+        }
+    }
+    return -1;
+}
+
+static int month(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    static const char *M[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    for (int m = 0; m < 12; m++)
+        if (lit(s, n, i, M[m]))
+            return m + 1;
+    return 0;
+}
+
+/* the rows, each matched at the start of s[0..n) (-1: no match) */
+static Py_ssize_t r_role(u4 *s, Py_ssize_t n, Groups *g) {
+    static const char *W[] = {"default", "trainer", "worker", "role", NULL};
+    if (CH(0) != '[')
+        return -1;
+    for (const char **w = W; *w; w++) {
+        if (!lit(s, n, 1, *w))
+            continue;
+        Py_ssize_t i = 1 + (Py_ssize_t)strlen(*w), j = digs(s, n, i);
+        if (j > i && CH(j) == ']' && CH(j + 1) == ':') {
+            if (!rank_of(s, i, j, g))
+                return -1;
+            return j + 2 + (WS(CH(j + 2)) ? 1 : 0);
+        }
+    }
+    return -1;
+}
+static Py_ssize_t r_rank_bracket(u4 *s, Py_ssize_t n, Groups *g) {
+    if (!lit(s, n, 0, "[rank"))
+        return -1;
+    Py_ssize_t j = digs(s, n, 5);
+    if (j == 5 || CH(j) != ']' || CH(j + 1) != ':' || !rank_of(s, 5, j, g))
+        return -1;
+    return j + 2 + (WS(CH(j + 2)) ? 1 : 0);
+}
+static Py_ssize_t r_rank_colon(u4 *s, Py_ssize_t n, Groups *g) {
+    if (!lit(s, n, 0, "rank"))
+        return -1;
+    Py_ssize_t j = digs(s, n, 4), k = j;
+    if (j == 4)
+        return -1;
+    if (CH(k) == ']')
+        k++;
+    if (CH(k) != ':' || !WS(CH(k + 1)) || !rank_of(s, 4, j, g))
+        return -1;
+    return k + 2;
+}
+static Py_ssize_t r_openmpi(u4 *s, Py_ssize_t n, Groups *g) {
+    if (CH(0) != '[')
+        return -1;
+    Py_ssize_t i = digs(s, n, 1);
+    if (i == 1 || CH(i) != ',')
+        return -1;
+    Py_ssize_t j = digs(s, n, i + 1);
+    if (j == i + 1 || CH(j) != ']' || CH(j + 1) != '<')
+        return -1;
+    if (!(lit(s, n, j + 2, "stdout>:") || lit(s, n, j + 2, "stderr>:")) || !rank_of(s, i + 1, j, g))
+        return -1;
+    Py_ssize_t e = j + 10;
+    return e + (WS(CH(e)) ? 1 : 0);
+}
+static Py_ssize_t r_slurm_node(u4 *s, Py_ssize_t n, Groups *g) {
+    Py_ssize_t R = run(s, n, 0, cls5);
+    if (CH(R) != ':' || CH(R + 1) != ' ')
+        return -1;
+    Py_ssize_t q = R;
+    while (q > 0 && DG(s[q - 1]))
+        q--;
+    if (q == R || q < 2 || s[q - 1] != '-')
+        return -1;
+    Py_ssize_t i = R + 2, j = digs(s, n, i);
+    if (j == i || j - i > 4 || CH(j) != ':' || CH(j + 1) != ' ' || !rank_of(s, i, j, g))
+        return -1;
+    return j + 2;
+}
+static Py_ssize_t pid_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    if (!lit(s, n, i, "pid="))
+        return -1;
+    Py_ssize_t k = digs(s, n, i + 4);
+    if (k == i + 4)
+        return -1;
+    if (lit(s, n, k, ", ip=")) {
+        Py_ssize_t m = run(s, n, k + 5, clsip);
+        if (m > k + 5 && CH(m) == ')')
+            return m + 1 + (WS(CH(m + 1)) ? 1 : 0);
+    }
+    if (CH(k) == ')')
+        return k + 1 + (WS(CH(k + 1)) ? 1 : 0);
+    return -1;
+}
+static Py_ssize_t r_actor(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (CH(0) != '(')
+        return -1;
+    int c = CH(1);
+    if (UP(c) || LO(c) || c == '_') {
+        Py_ssize_t j = run(s, n, 2, cls5);
+        Py_ssize_t after_rank[2];
+        int k = 0;
+        if (lit(s, n, j, ", rank=")) {
+            Py_ssize_t d = digs(s, n, j + 7);
+            if (d > j + 7)
+                after_rank[k++] = d;
+        }
+        after_rank[k++] = j;
+        for (int a = 0; a < k; a++) {
+            Py_ssize_t p = after_rank[a];
+            Py_ssize_t opts[2];
+            int m = 0;
+            if (CH(p) == ',')
+                opts[m++] = p + 1;
+            opts[m++] = p;
+            for (int b = 0; b < m; b++)
+                if (CH(opts[b]) == ' ') {
+                    Py_ssize_t e = pid_rest(s, n, opts[b] + 1);
+                    if (e >= 0)
+                        return e;
+                }
+        }
+    }
+    return pid_rest(s, n, 1);
+}
+static Py_ssize_t r_raylet(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (!lit(s, n, 0, "(raylet"))
+        return -1;
+    Py_ssize_t k = 7;
+    if (lit(s, n, k, ", ip=")) {
+        Py_ssize_t m = run(s, n, k + 5, clsip);
+        if (m > k + 5 && CH(m) == ')')
+            return m + 1 + (WS(CH(m + 1)) ? 1 : 0);
+    }
+    if (CH(k) == ')')
+        return k + 1 + (WS(CH(k + 1)) ? 1 : 0);
+    return -1;
+}
+static Py_ssize_t r_kubectl(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (!lit(s, n, 0, "[pod/"))
+        return -1;
+    Py_ssize_t a = run(s, n, 5, cls5);
+    if (a == 5 || CH(a) != '/')
+        return -1;
+    Py_ssize_t b = run(s, n, a + 1, cls5);
+    if (b == a + 1 || CH(b) != ']' || !WS(CH(b + 1)))
+        return -1;
+    return b + 2;
+}
+static Py_ssize_t r_compose(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    Py_ssize_t R = run(s, n, 0, cls5);
+    if (R >= 2 && R <= 40 && WS(CH(R))) {
+        Py_ssize_t k = ws(s, n, R);
+        if (CH(k) == '|' && WS(CH(k + 1)) && k + 2 < n && !WS(s[k + 2]))
+            return k + 2;
+    }
+    int ok = 0;
+    for (Py_ssize_t j = 1; j <= 3 && !ok; j++) {
+        Py_ssize_t b = R - j - 1; /* the [-_] */
+        if (b < 1 || b > 38)
+            continue;
+        ok = s[b] == '-' || s[b] == '_';
+        for (Py_ssize_t x = R - j; x < R && ok; x++)
+            ok = DG(s[x]);
+    }
+    if (!ok || CH(R) != ' ')
+        return -1;
+    Py_ssize_t k = R;
+    while (CH(k) == ' ')
+        k++;
+    if (CH(k) != '|' || CH(k + 1) != ' ')
+        return -1;
+    return k + 2;
+}
+static Py_ssize_t iso_tail(u4 *s, Py_ssize_t n, Py_ssize_t q) {
+    for (int b = 1; b >= 0; b--) {
+        if (b && CH(q) != ']')
+            continue;
+        Py_ssize_t r = q + b;
+        if (WS(CH(r)))
+            return ws(s, n, r);
+        if (CH(r) == ':')
+            return ws(s, n, r + 1);
+        Py_ssize_t k = ws(s, n, r);
+        if (CH(k) == '|')
+            return ws(s, n, k + 1);
+        if (r > 0 && s[r - 1] == ']' && CH(r) == '[')
+            return r;
+    }
+    return -1;
+}
+static Py_ssize_t r_iso(u4 *s, Py_ssize_t n, Groups *g) {
+    return iso(s, n, CH(0) == '[' ? 1 : 0, g, iso_tail);
+}
+static Py_ssize_t close_bracket(u4 *s, Py_ssize_t n, Py_ssize_t q) {
+    if (CH(q) != ']')
+        return -1;
+    return q + 1 + (WS(CH(q + 1)) ? 1 : 0);
+}
+static Py_ssize_t r_named_iso(u4 *s, Py_ssize_t n, Groups *g) {
+    if (CH(0) != '[' || !(UP(CH(1)) || LO(CH(1))))
+        return -1;
+    Py_ssize_t j = run(s, n, 2, cls5);
+    if (j - 2 > 39 || CH(j) != ' ')
+        return -1;
+    return iso(s, n, j + 1, g, close_bracket);
+}
+/* glog's "(?:\s+\d+)?\s+[^\]\s]+:\d+\]\s?" at q */
+static Py_ssize_t glog_file(u4 *s, Py_ssize_t n, Py_ssize_t q) {
+    if (!WS(CH(q)))
+        return -1;
+    Py_ssize_t k = ws(s, n, q), e = k;
+    while (e < n && s[e] != ']' && !WS(s[e]))
+        e++;
+    if (CH(e) != ']')
+        return -1;
+    Py_ssize_t d = e;
+    while (d > k && DG(s[d - 1]))
+        d--;
+    if (d == e || d - 1 <= k || s[d - 1] != ':')
+        return -1;
+    return e + 1 + (WS(CH(e + 1)) ? 1 : 0);
+}
+static Py_ssize_t glog_rest(u4 *s, Py_ssize_t n, Py_ssize_t q) {
+    if (WS(CH(q))) {
+        Py_ssize_t k = ws(s, n, q), d = digs(s, n, k);
+        for (Py_ssize_t dd = d; dd > k; dd--) {
+            Py_ssize_t e = glog_file(s, n, dd);
+            if (e >= 0)
+                return e;
+        }
+    }
+    return glog_file(s, n, q);
+}
+static Py_ssize_t r_glog(u4 *s, Py_ssize_t n, Groups *g) {
+    Py_ssize_t i = CH(0) == '[' ? 1 : 0;
+    int c = CH(i);
+    if (!(c == 'I' || c == 'W' || c == 'E' || c == 'F') || !two(s, n, i + 1, &g->mo) ||
+        !two(s, n, i + 3, &g->d) || CH(i + 5) != ' ')
+        return -1;
+    Py_ssize_t p = hms(s, n, i + 6, g);
+    if (p < 0)
+        return -1;
+    Py_ssize_t nd = 0;
+    if (CH(p) == '.') {
+        nd = digs(s, n, p + 1) - (p + 1);
+        if (nd > 9)
+            nd = 9;
+    }
+    for (Py_ssize_t f = nd; f >= 0; f--) {
+        Py_ssize_t e = glog_rest(s, n, f ? p + 1 + f : p);
+        if (e >= 0) {
+            g->fs = p + 1;
+            g->fl = f;
+            g->kind = TS_GLOG;
+            return e;
+        }
+    }
+    return -1;
+}
+static Py_ssize_t r_glog_old(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    int c = CH(1);
+    if (CH(0) != '[' || !(c == 'I' || c == 'W' || c == 'E' || c == 'F') || CH(2) != ' ')
+        return -1;
+    Py_ssize_t a = run(s, n, 3, clsfile);
+    if (a == 3 || CH(a) != ':')
+        return -1;
+    Py_ssize_t d = digs(s, n, a + 1);
+    if (d == a + 1 || CH(d) != ']')
+        return -1;
+    return d + 1 + (WS(CH(d + 1)) ? 1 : 0);
+}
+/* "(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) hh:mm:ss" at i (the day's digits: 1 or 2) */
+static Py_ssize_t mon_day_time(u4 *s, Py_ssize_t n, Py_ssize_t i, Groups *g) {
+    if (!(UP(CH(i)) && LO(CH(i + 1)) && LO(CH(i + 2))) || CH(i + 3) != ' ')
+        return -1;
+    g->mon = month(s, n, i);
+    Py_ssize_t k = i + 3;
+    while (CH(k) == ' ')
+        k++;
+    Py_ssize_t d = digs(s, n, k);
+    if (d == k || d - k > 2 || CH(d) != ' ')
+        return -1;
+    g->d = num(s, k, d);
+    return hms(s, n, d + 1, g);
+}
+static Py_ssize_t r_syslog(u4 *s, Py_ssize_t n, Groups *g) {
+    Py_ssize_t p = mon_day_time(s, n, 0, g);
+    if (p < 0)
+        return -1;
+    if (CH(p) == '.' && DG(CH(p + 1)))
+        p = digs(s, n, p + 1);
+    if (CH(p) != ' ')
+        return -1;
+    Py_ssize_t a = run(s, n, p + 1, cls5);
+    if (a == p + 1 || CH(a) != ' ')
+        return -1;
+    Py_ssize_t b = run(s, n, a + 1, clssys);
+    if (b == a + 1)
+        return -1;
+    if (CH(b) == '[') {
+        Py_ssize_t d = digs(s, n, b + 1);
+        if (d > b + 1 && CH(d) == ']' && CH(d + 1) == ':' && WS(CH(d + 2))) {
+            g->kind = TS_SYSLOG;
+            return d + 3;
+        }
+    }
+    if (CH(b) != ':' || !WS(CH(b + 1)))
+        return -1;
+    g->kind = TS_SYSLOG;
+    return b + 2;
+}
+static Py_ssize_t r_ctime(u4 *s, Py_ssize_t n, Groups *g) {
+    static const char *D[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+    int day = 0;
+    for (int k = 0; k < 7 && !day; k++)
+        day = lit(s, n, 0, D[k]);
+    if (!day || CH(3) != ' ')
+        return -1;
+    Py_ssize_t p = mon_day_time(s, n, 4, g);
+    if (p < 0 || CH(p) != ' ' || digs(s, n, p + 1) < p + 5)
+        return -1;
+    g->y = num(s, p + 1, p + 5);
+    Py_ssize_t e = p + 5;
+    if (WS(CH(e))) {
+        g->kind = TS_CTIME;
+        return ws(s, n, e);
+    }
+    if (CH(e) == '[') {
+        g->kind = TS_CTIME;
+        return e;
+    }
+    return -1;
+}
+static Py_ssize_t r_dmesg_t(u4 *s, Py_ssize_t n, Groups *g) {
+    if (CH(0) != '[' || !(UP(CH(1)) && LO(CH(2)) && LO(CH(3))) || CH(4) != ' ')
+        return -1;
+    Py_ssize_t p = mon_day_time(s, n, 5, g);
+    if (p < 0 || CH(p) != ' ' || digs(s, n, p + 1) < p + 5 || CH(p + 5) != ']')
+        return -1;
+    g->y = num(s, p + 1, p + 5);
+    g->kind = TS_CTIME;
+    return p + 6 + (WS(CH(p + 6)) ? 1 : 0);
+}
+static Py_ssize_t r_dmesg(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (CH(0) != '[')
+        return -1;
+    Py_ssize_t i = ws(s, n, 1), d = digs(s, n, i);
+    if (d == i || CH(d) != '.')
+        return -1;
+    Py_ssize_t f = digs(s, n, d + 1);
+    if (f - (d + 1) < 3 || CH(f) != ']')
+        return -1;
+    return f + 1 + (WS(CH(f + 1)) ? 1 : 0);
+}
+static Py_ssize_t clock_rest(u4 *s, Py_ssize_t n, Py_ssize_t q) {
+    for (int b = 1; b >= 0; b--) {
+        if (b && CH(q) != ']')
+            continue;
+        Py_ssize_t r = q + b;
+        if (!WS(CH(r)))
+            continue;
+        Py_ssize_t k = ws(s, n, r);
+        if (k < n)
+            return k;
+    }
+    return -1;
+}
+static Py_ssize_t r_clock(u4 *s, Py_ssize_t n, Groups *g) {
+    Py_ssize_t p = hms(s, n, CH(0) == '[' ? 1 : 0, g);
+    if (p < 0)
+        return -1;
+    Py_ssize_t nd = 0;
+    if (CH(p) == '.' || CH(p) == ',')
+        nd = digs(s, n, p + 1) - (p + 1);
+    for (Py_ssize_t f = nd; f >= 0; f--) {
+        Py_ssize_t e = clock_rest(s, n, f ? p + 1 + f : p);
+        if (e >= 0) {
+            g->fs = p + 1;
+            g->fl = f;
+            g->kind = TS_CLOCK;
+            return e;
+        }
+    }
+    return -1;
+}
+static Py_ssize_t deepspeed_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    if (CH(i) != ']')
+        return -1;
+    Py_ssize_t k = ws(s, n, i + 1);
+    if (CH(k) == '[') {
+        Py_ssize_t a = run(s, n, k + 1, clsfile);
+        if (a > k + 1 && CH(a) == ':') {
+            Py_ssize_t b = digs(s, n, a + 1);
+            if (b > a + 1 && CH(b) == ':') {
+                Py_ssize_t c = b + 1;
+                while (c < n && AW(s[c]))
+                    c++;
+                if (c > b + 1 && CH(c) == ']')
+                    return ws(s, n, c + 1);
+            }
+        }
+    }
+    return k;
+}
+static Py_ssize_t r_deepspeed(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    return CH(0) == '[' ? level(s, n, 1, deepspeed_rest) : -1;
+}
+static Py_ssize_t pylog_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    if (CH(i) != ':')
+        return -1;
+    Py_ssize_t k = run(s, n, i + 1, clspl);
+    if (CH(k) != ':')
+        return -1;
+    return k + 1 + (WS(CH(k + 1)) ? 1 : 0);
+}
+static Py_ssize_t r_pylog(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    return level(s, n, 0, pylog_rest);
+}
+static Py_ssize_t dash_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) { return lit(s, n, i, " - ") ? i + 3 : -1; }
+static Py_ssize_t r_pylog_dash(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    for (int opt = CH(0) == '-' ? 1 : 0; opt >= 0; opt--) {
+        Py_ssize_t i = ws(s, n, opt), j = run(s, n, i, clspl);
+        if (j == i || !lit(s, n, j, " - "))
+            continue;
+        Py_ssize_t e = level(s, n, j + 3, dash_rest);
+        if (e >= 0)
+            return e;
+    }
+    return -1;
+}
+static Py_ssize_t hf_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    if (CH(i) != '|')
+        return -1;
+    Py_ssize_t a = run(s, n, i + 1, clsfile);
+    if (a == i + 1 || CH(a) != ':')
+        return -1;
+    Py_ssize_t b = digs(s, n, a + 1);
+    if (b == a + 1 || CH(b) != ']')
+        return -1;
+    /* the optional group after the greedy \s*: where it fails, the match ends there */
+    Py_ssize_t k = ws(s, n, b + 1), j = run(s, n, k, clshf);
+    if (j > k && CH(j) == '>' && CH(j + 1) == '>')
+        return ws(s, n, j + 2);
+    return k;
+}
+static Py_ssize_t r_hf(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    return CH(0) == '[' ? level(s, n, 1, hf_rest) : -1;
+}
+static Py_ssize_t hydra_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    if (CH(i) != ']')
+        return -1;
+    Py_ssize_t k = ws(s, n, i + 1);
+    if (CH(k) != '-')
+        return -1;
+    return ws(s, n, k + 1);
+}
+static Py_ssize_t r_hydra(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (CH(0) != '[')
+        return -1;
+    Py_ssize_t a = run(s, n, 1, cls5);
+    if (a == 1 || CH(a) != ']' || CH(a + 1) != '[')
+        return -1;
+    return level(s, n, a + 2, hydra_rest);
+}
+static Py_ssize_t lbracket_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t k = ws(s, n, i);
+    if (CH(k) != ']')
+        return -1;
+    return ws(s, n, k + 1);
+}
+static Py_ssize_t r_level_bracket(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    return CH(0) == '[' ? level(s, n, ws(s, n, 1), lbracket_rest) : -1;
+}
+static Py_ssize_t lword_rest(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t k = ws(s, n, i);
+    if (CH(k) == ':' || CH(k) == '|') {
+        Py_ssize_t m = ws(s, n, k + 1);
+        if (m < n)
+            return m;
+    }
+    if (WS(CH(i)) && CH(k) == '-') {
+        Py_ssize_t m = ws(s, n, k + 1);
+        if (m > k + 1 && m < n)
+            return m;
+    }
+    return -1;
+}
+static Py_ssize_t r_level_word(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    return level(s, n, 0, lword_rest);
+}
+static int clsdot(long c) { return AW(c) || c == '.'; }
+static Py_ssize_t r_logger_name(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    Py_ssize_t R = run(s, n, 0, clsdot);
+    if (R < 4 || !lit(s, n, R - 3, ".py") || CH(R) != ':')
+        return -1;
+    Py_ssize_t d = digs(s, n, R + 1);
+    if (d == R + 1 || CH(d) != ']' || !WS(CH(d + 1)))
+        return -1;
+    return d + 2;
+}
+static Py_ssize_t r_ctrl_c(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    Py_ssize_t k = 0;
+    while (CH(k) == '^' && CH(k + 1) == 'C')
+        k += 2;
+    for (; k > 0; k -= 2)
+        if (k < n && !WS(s[k]))
+            return k;
+    return -1;
+}
+static Py_ssize_t r_viewer(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    Py_ssize_t w = ws(s, n, 0);
+    if (w > 6)
+        return -1;
+    Py_ssize_t d = digs(s, n, w);
+    if (d == w || d - w > 7)
+        return -1;
+    Py_ssize_t k = ws(s, n, d);
+    if (CH(k) != '|' && CH(k) != 0x2502) /* [|│] */
+        return -1;
+    return k + 1 + (WS(CH(k + 1)) ? 1 : 0);
+}
+static Py_ssize_t r_viewer_bracket(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    if (CH(0) != '[')
+        return -1;
+    Py_ssize_t d = digs(s, n, 1);
+    if (d == 1 || d - 1 > 7 || CH(d) != ']' || CH(d + 1) != ' ' || d + 2 >= n || WS(s[d + 2]))
+        return -1;
+    return d + 2;
+}
+static Py_ssize_t r_gh(u4 *s, Py_ssize_t n, Groups *g) {
+    (void)g;
+    Py_ssize_t i = CH(0) == 'L' ? 1 : 0, d = digs(s, n, i);
+    if (d == i || d - i > 7 || CH(d) != ':' || !WS(CH(d + 1)))
+        return -1;
+    return d + 2;
+}
+
+typedef Py_ssize_t (*Row)(u4 *s, Py_ssize_t n, Groups *g);
+/* normalize.PREFIXES, in its order (tests/test_native.py checks the names) */
+static const Row ROWS[] = {r_role,     r_rank_bracket, r_rank_colon, r_openmpi,     r_slurm_node,
+                           r_actor,    r_raylet,       r_kubectl,    r_compose,     r_iso,
+                           r_named_iso, r_glog,        r_glog_old,   r_syslog,      r_ctime,
+                           r_dmesg_t,  r_dmesg,        r_clock,      r_deepspeed,   r_pylog,
+                           r_pylog_dash, r_hf,         r_hydra,      r_level_bracket, r_level_word,
+                           r_logger_name, r_ctrl_c,    r_viewer,     r_viewer_bracket, r_gh};
+static const char *ROW_NAMES[] = {
+    "torchrun-role", "rank-bracket", "rank-colon", "openmpi", "slurm-node-rank", "actor-pid",
+    "raylet", "kubectl", "compose", "iso", "named-iso", "glog", "glog-old", "syslog", "ctime",
+    "dmesg-T", "dmesg", "clock", "deepspeed", "py-logging", "py-logging-dash", "hf-logging",
+    "hydra", "level-bracket", "level-word", "logger-name", "ctrl-c-echo", "viewer-lineno",
+    "viewer-lineno-bracket", "gh-lineno"};
+#define NROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+#define RANK_ROWS 5       /* the first five set the rank */
+#define BLANK_RANK_ROW(r) ((r) == 0 || (r) == 1 || (r) == 3) /* "[rank3]:" alone: rank 3's blank line */
+
+static Py_ssize_t r_srun(u4 *s, Py_ssize_t n, int *label) {
+    Py_ssize_t w = ws(s, n, 0);
+    if (w > 3)
+        return -1;
+    Py_ssize_t d = digs(s, n, w);
+    if (d == w || d - w > 4 || CH(d) != ':' || CH(d + 1) != ' ')
+        return -1;
+    *label = num(s, w, d);
+    return d + 2;
+}
+
+static long long days_from_civil(long long y, int m, int d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* float("0." + digits), as normalize._frac reads it; -1 where it cannot be read here */
+static double frac_of(u4 *s, Py_ssize_t fs, Py_ssize_t fl) {
+    if (!fl)
+        return 0.0;
+    char buf[80];
+    if (fl > 70)
+        return -1.0;
+    buf[0] = '0';
+    buf[1] = '.';
+    for (Py_ssize_t i = 0; i < fl; i++) {
+        if (s[fs + i] < '0' || s[fs + i] > '9')
+            return -1.0;
+        buf[2 + i] = (char)s[fs + i];
+    }
+    buf[2 + fl] = 0;
+    double v = PyOS_string_to_double(buf, NULL, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1.0;
+    }
+    return v;
+}
+
+/* the time a row's handler gives (normalize._iso_ts and the rest): 1 and *ts, 0 for
+ * None, -1 where it cannot be computed here */
+static int ts_of(u4 *s, Groups *g, double *ts) {
+    double f = frac_of(s, g->fs, g->fl);
+    if (f < 0)
+        return -1;
+    switch (g->kind) {
+    case TS_ISO:
+    case TS_CTIME: {
+        int mo = g->kind == TS_ISO ? g->mo : g->mon;
+        if (g->kind == TS_CTIME && mo == 0)
+            return 0;
+        if (mo < 1 || mo > 12 || g->y < 1)
+            return 0; /* datetime.date refuses it: _epoch gives None */
+        long long days = days_from_civil(g->y, mo, 1) + g->d - 1;
+        long long secs = (days * 24 + g->h) * 3600 + g->mi * 60 + g->sec;
+        *ts = (double)secs + f;
+        return 1;
+    }
+    case TS_GLOG: {
+        long long day = ((long long)g->mo * 31 + g->d) * 24 + g->h;
+        *ts = (double)(day * 3600 + g->mi * 60 + g->sec) + f + 0.0;
+        return 1;
+    }
+    case TS_SYSLOG: {
+        long long v = (((long long)g->mon * 31 + g->d) * 24 + g->h) * 3600 + g->mi * 60 + g->sec;
+        *ts = (double)v + 0.0;
+        return 1;
+    }
+    case TS_CLOCK:
+        if (g->h > 23 || g->mi > 59 || g->sec > 60)
+            return 0;
+        *ts = (double)(g->h * 3600 + g->mi * 60 + g->sec) + f + 0.0;
+        return 1;
+    }
+    return 0;
+}
+
+/* normalize.BAR_RE's first match from normalize._split_bars' start (`h`: the first
+ * "%|") has text after it: the line splits there (glued text), which the Python path does */
+static int bar_splits(u4 *s, Py_ssize_t n, Py_ssize_t h) {
+    Py_ssize_t start = h >= 3 ? h - 3 : 0;
+    for (; h + 1 < n; h++) {
+        if (s[h] != '%' || s[h + 1] != '|')
+            continue;
+        Py_ssize_t p = h;
+        while (p > start && h - p < 3 && DG(s[p - 1]))
+            p--;
+        if (p == h)
+            continue; /* \d{1,3}% needs a digit */
+        Py_ssize_t q = h + 2, r = q;
+        while (r < n && s[r] != '|' && r - q <= 400)
+            r++;
+        if (CH(r) != '|' || r - q > 400)
+            continue;
+        Py_ssize_t i = ws(s, n, r + 1), j = i;
+        while (j < n && (DG(s[j]) || s[j] == '.'))
+            j++;
+        if (j == i)
+            continue;
+        if (CH(j) == 'k' || CH(j) == 'M' || CH(j) == 'G')
+            j++;
+        if (CH(j) != '/')
+            continue;
+        Py_ssize_t k = j + 1;
+        while (k < n && (DG(s[k]) || s[k] == '.' || s[k] == '?'))
+            k++;
+        if (k == j + 1)
+            continue;
+        if (CH(k) == 'k' || CH(k) == 'M' || CH(k) == 'G')
+            k++;
+        k = ws(s, n, k);
+        if (CH(k) != '[')
+            continue;
+        Py_ssize_t e = k + 1;
+        while (e < n && s[e] != ']' && e - (k + 1) <= 80)
+            e++;
+        if (CH(e) != ']' || e - (k + 1) > 80)
+            continue;
+        return ws(s, n, e + 1) < n;
+    }
+    return 0;
+}
+
+/* the peel of s[0..n), a line as normalize_plain reads it */
+static PyObject *plain_of(u4 *s, Py_ssize_t n) {
+    if (n && s[n - 1] == '\r')
+        n--;
+    int cr = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = s[i];
+        if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+            Py_RETURN_NONE; /* an escape or a control character: ANSI_RE, in Python */
+        cr |= c == '\r';
+    }
+    if (cr) { /* resolve_redraws: the last frame with more than white space */
+        Py_ssize_t e = n, fs = 0, fe = 0;
+        for (Py_ssize_t i = n; i >= 0; i--) {
+            if (i > 0 && s[i - 1] != '\r')
+                continue;
+            if (ws(s, e, i) < e) {
+                fs = i;
+                fe = e;
+                break;
+            }
+            e = i - 1;
+        }
+        s += fs;
+        n = fe - fs;
+    }
+    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+        Py_UCS4 c = s[i], d = s[i + 1];
+        if (c == '\\' && d == 'n')
+            Py_RETURN_NONE; /* an escaped newline: split_glued */
+        if (c == '/' && d == '?' && CH(i + 2) == ' ' && CH(i + 3) == '[')
+            Py_RETURN_NONE; /* a bar of unknown total */
+    }
+    for (Py_ssize_t i = 0; i + 1 < n; i++)
+        if (s[i] == '%' && s[i + 1] == '|') {
+            if (bar_splits(s, n, i))
+                Py_RETURN_NONE;
+            break;
+        }
+    while (n && WS(s[n - 1]))
+        n--;
+    Py_ssize_t pos = 0;
+    long long rank = 0;
+    int has_rank = 0, has_ts = 0, label = -1, label_first = 0;
+    double ts = 0.0;
+    g_bail = 0;
+    for (int it = 0; it < 8; it++) {
+        u4 *t = s + pos;
+        Py_ssize_t tn = n - pos;
+        long c = tn ? (long)t[0] : -1;
+        if (WS(c) || DG(c)) {
+            int v;
+            Py_ssize_t e = r_srun(t, tn, &v);
+            if (g_bail)
+                Py_RETURN_NONE;
+            if (e >= 0) {
+                if (label >= 0)
+                    Py_RETURN_NONE; /* two labels: the source state's steps, in Python */
+                label = v;
+                label_first = !has_rank;
+                pos += e;
+                continue;
+            }
+        }
+        Groups g;
+        Py_ssize_t e = -1;
+        int row = 0;
+        for (; row < NROWS; row++) {
+            memset(&g, 0, sizeof g);
+            e = ROWS[row](t, tn, &g);
+            if (g.bail || g_bail)
+                Py_RETURN_NONE;
+            if (e >= 0)
+                break;
+        }
+        if (e < 0)
+            break;
+        if (!(0 < e && e < tn)) {
+            if (e && BLANK_RANK_ROW(row)) {
+                if (!has_rank) {
+                    rank = g.r;
+                    has_rank = 1;
+                }
+                pos = n;
+            }
+            break;
+        }
+        if (row < RANK_ROWS) {
+            if (!has_rank) {
+                rank = g.r;
+                has_rank = 1;
+            }
+        } else if (g.kind != TS_NONE && !has_ts) {
+            int got = ts_of(t, &g, &ts);
+            if (got < 0)
+                Py_RETURN_NONE;
+            has_ts = got;
+        }
+        pos += e;
+    }
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s + pos, n - pos);
+    if (text == NULL)
+        return NULL;
+    PyObject *r = has_rank ? PyLong_FromLongLong(rank) : Py_NewRef(Py_None);
+    PyObject *tso = has_ts ? PyFloat_FromDouble(ts) : Py_NewRef(Py_None);
+    PyObject *lab = label >= 0 ? PyLong_FromLong(label) : Py_NewRef(Py_None);
+    PyObject *out = (r && tso && lab) ? PyTuple_New(5) : NULL;
+    if (out == NULL) {
+        Py_DECREF(text);
+        Py_XDECREF(r);
+        Py_XDECREF(tso);
+        Py_XDECREF(lab);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, text);
+    PyTuple_SET_ITEM(out, 1, r);
+    PyTuple_SET_ITEM(out, 2, tso);
+    PyTuple_SET_ITEM(out, 3, lab);
+    PyTuple_SET_ITEM(out, 4, Py_NewRef(label_first ? Py_True : Py_False));
+    return out;
+}
+
+/* plain(data) -> (text, rank, ts, label, label_first) | None: data decoded as
+ * normalize._clean decodes it (UTF-8, errors replaced), then `plain_of` */
+static PyObject *plain(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyBytes_Check(arg))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t nb = PyBytes_GET_SIZE(arg), i = 0;
+    while (i < nb && b[i] < 0x80)
+        i++;
+    Py_UCS4 local[512], *buf = local;
+    Py_ssize_t n = nb;
+    if (i == nb) {
+        if (nb > (Py_ssize_t)(sizeof local / sizeof local[0])) {
+            buf = PyMem_Malloc((size_t)nb * sizeof(Py_UCS4));
+            if (buf == NULL)
+                return PyErr_NoMemory();
+        }
+        for (i = 0; i < nb; i++)
+            buf[i] = b[i];
+    } else {
+        PyObject *dec = PyUnicode_DecodeUTF8((const char *)b, nb, "replace");
+        if (dec == NULL)
+            return NULL;
+        n = PyUnicode_GET_LENGTH(dec);
+        buf = PyUnicode_AsUCS4Copy(dec);
+        Py_DECREF(dec);
+        if (buf == NULL)
+            return NULL;
+    }
+    PyObject *out = plain_of(buf, n);
+    if (buf != local)
+        PyMem_Free(buf);
+    return out;
+}
 static PyMethodDef methods[] = {
     {"metrics", metrics, METH_O,
      "metrics(text) -> (step, loss, grad_norm, tok_s) | None: an ASCII line's values as the "
@@ -552,6 +1581,9 @@ static PyMethodDef methods[] = {
     {"extremes", extremes, METH_VARARGS,
      "extremes(data, block) -> [(start, end)]: the lines of each block's lowest and highest "
      "loss, grad norm and tokens/s, and its first non-finite loss"},
+    {"plain", plain, METH_O,
+     "plain(data) -> (text, rank, ts, label, label_first) | None: a printable ASCII line "
+     "cleaned and peeled as normalize_plain does it; None for any other line"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -562,6 +1594,25 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (m == NULL)
         return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_HASH", TRIAGE_NATIVE_HASH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *names = PyTuple_New(NROWS);
+    if (names == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int i = 0; i < NROWS; i++) {
+        PyObject *name = PyUnicode_FromString(ROW_NAMES[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(m, "PREFIX_ROWS", names) < 0) {
+        Py_DECREF(names);
         Py_DECREF(m);
         return NULL;
     }

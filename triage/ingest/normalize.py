@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from triage.native import native
+
 ANSI_RE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC
@@ -277,6 +279,8 @@ _RANK_ROWS = frozenset(
 
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
+_native_plain = native.plain if native is not None else None
+
 
 @dataclass(slots=True)
 class SourceState:
@@ -447,7 +451,38 @@ def normalize(data: bytes, state: SourceState) -> Iterator[Peeled]:
 def normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
     """`normalize` of a physical line that gives one logical line, that line, or None
     where the line needs the whole of `normalize` (an escaped newline, text glued
-    after a bar): most lines of a log give one, and this costs them no generator."""
+    after a bar): most lines of a log give one, and this costs them no generator.
+
+    A printable ASCII line is cleaned and peeled by the native module where it is built
+    (`native.plain`: every row of PREFIXES as its regex matches, tests/test_native.py);
+    what it gives back is what the Python path below gives, the srun label's step of
+    the source state included (`peeled`)."""
+    if _native_plain is not None:
+        got = _native_plain(data)
+        if got is not None:
+            return peeled(got, state)
+    return _normalize_plain(data, state)
+
+
+def peeled(got: tuple[str, int | None, float | None, int | None, bool], state: SourceState) -> Peeled:
+    """The `Peeled` of what `native.plain` read: the text, the first rank a row gave,
+    the first time, and the srun label (with whether it came before that rank), whose
+    step of `state` is taken here as `peel` takes it."""
+    text, rank, ts, label, label_first = got
+    if label is None:
+        p = Peeled(text, rank, ts)
+    else:
+        p = Peeled(text, None if label_first else rank, ts)
+        _srun_label(label, state, p)
+        if p.rank is None:
+            p.rank = rank
+    if p.rank is not None:
+        state.seen_ranks.add(p.rank)
+    return p
+
+
+def _normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
+    """`normalize_plain` in Python: any line, and every line without the module."""
     text = _clean(data)
     if "\\n" in text or (_has_bar(text) and len(_split_bars(text)) != 1):
         return None
