@@ -494,3 +494,32 @@ def test_plain_leaves_what_it_cannot_read_to_python():
     assert native.plain(b"[rank1]: 2026-01-02 03:04:05 hi")[:3] == ("hi", 1, 1767323045.0)
     assert native.plain(b"\xffx")[0] == "\ufffdx"  # any bytes: decoded as _clean decodes them
     assert native.plain("not bytes") is None
+
+
+# -- bar: a tqdm bar's count and clock -------------------------------------------------
+BAR_PIECES = (
+    "1", "12", "123", "/", "0/10", " [", "[", "00:01<", "1:02:03<", "14:27:51<", "1 day, ",
+    "2 days, ", "3 day,", "x", "%|", " ", "  45%|####  |", ":", "<", "]", "9" * 20, "Epoch 1: ",
+    "00:0", "1:2:3<", "12:345<", "é",
+)  # fmt: skip
+
+
+@needs_native
+def test_bar_reads_what_the_regex_reads():
+    from triage.structure.progress import bar_of
+
+    rnd = random.Random(11)
+    lines = [
+        ln for p in LOGS for ln in p.read_bytes().decode("utf-8", "replace").replace("\r", "\n").split("\n")
+    ]
+    lines = [ln for ln in lines if "<" in ln and " [" in ln]
+    lines += ["".join(rnd.choice(BAR_PIECES) for _ in range(rnd.randint(1, 10))) for _ in range(30_000)]
+    read = 0
+    for text in lines:
+        got = native.bar(text)
+        if got is False:
+            assert not text.isascii() or "9" * 19 in text, text
+            continue
+        read += 1
+        assert got == bar_of(text), text
+    assert read > 0.8 * len(lines)

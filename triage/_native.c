@@ -1574,6 +1574,135 @@ static PyObject *plain(PyObject *Py_UNUSED(self), PyObject *arg) {
         PyMem_Free(buf);
     return out;
 }
+/* ---- bar(text): a tqdm bar's count and clock, as progress._bar_of reads them ----------
+ * (description, count, total, elapsed seconds) of _BAR_RE's first match, None where
+ * there is none, False for a line this does not read (a number too long, a digit of
+ * another script): the Python path reads it. */
+static int bar_clock(u4 *s, Py_ssize_t n, Py_ssize_t i, long long *hours, long long *mins, long long *secs) {
+    /* (?:(\d+):)?(\d{1,2}):(\d{2})< at i, backtracking as the regex does: 1 read, 0 no
+     * match, -1 an hour count too long to read here */
+    Py_ssize_t d = i;
+    while (d < n && dg_c(s[d]))
+        d++;
+    for (int with = 1; with >= 0; with--) {
+        Py_ssize_t j = i;
+        long long h = 0;
+        if (with) {
+            if (d == i || d >= n || s[d] != ':')
+                continue;
+            j = d + 1;
+        }
+        for (int w = 2; w >= 1; w--) {
+            Py_ssize_t k = j + w;
+            if (k + 3 >= n)
+                continue;
+            int ok = 1;
+            for (Py_ssize_t x = j; x < k; x++)
+                ok &= dg_c(s[x]);
+            if (!ok || s[k] != ':' || !dg_c(s[k + 1]) || !dg_c(s[k + 2]) || s[k + 3] != '<')
+                continue;
+            if (with) {
+                if (d - i > 15)
+                    return -1;
+                for (Py_ssize_t x = i; x < d; x++)
+                    h = ascii_digit(s[x]) ? h * 10 + (long long)(s[x] - '0') : 0;
+            }
+            long long m = 0;
+            for (Py_ssize_t x = j; x < k; x++)
+                m = ascii_digit(s[x]) ? m * 10 + (long long)(s[x] - '0') : 0;
+            *hours = h;
+            *mins = m;
+            *secs = ascii_digit(s[k + 1]) && ascii_digit(s[k + 2]) ? (s[k + 1] - '0') * 10 + (s[k + 2] - '0') : 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *bar_of(PyObject *text, u4 *s, Py_ssize_t n);
+
+static PyObject *bar(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "bar() takes a str");
+        return NULL;
+    }
+    Py_UCS4 *buf = PyUnicode_AsUCS4Copy(arg);
+    if (buf == NULL)
+        return NULL;
+    g_bail = 0;
+    PyObject *out = bar_of(arg, buf, PyUnicode_GET_LENGTH(arg));
+    PyMem_Free(buf);
+    if (out == Py_None && g_bail) {
+        Py_DECREF(out);
+        Py_RETURN_FALSE; /* a digit of another script in a number: int() reads it, in Python */
+    }
+    return out;
+}
+
+static PyObject *bar_of(PyObject *text, u4 *s, Py_ssize_t n) {
+    for (Py_ssize_t k = 1; k < n; k++) {
+        if (s[k] != '/' || !dg_c(s[k - 1]))
+            continue;
+        Py_ssize_t a = k;
+        while (a > 0 && dg_c(s[a - 1]))
+            a--;
+        Py_ssize_t t = k + 1;
+        while (t < n && dg_c(s[t]))
+            t++;
+        if (t == k + 1 || t + 1 >= n || s[t] != ' ' || s[t + 1] != '[')
+            continue;
+        Py_ssize_t i = t + 2;
+        long long days = 0, hours = 0, mins = 0, secs = 0;
+        int found = 0;
+        /* (?:(\d+) days?, )? */
+        Py_ssize_t d = i;
+        while (d < n && dg_c(s[d]))
+            d++;
+        if (d > i && d + 4 <= n && s[d] == ' ' && s[d + 1] == 'd' && s[d + 2] == 'a' && s[d + 3] == 'y') {
+            Py_ssize_t e = d + 4;
+            if (e < n && s[e] == 's')
+                e++;
+            if (e + 2 <= n && s[e] == ',' && s[e + 1] == ' ')
+                found = bar_clock(s, n, e + 2, &hours, &mins, &secs);
+            if (found > 0 && d - i > 15)
+                found = -1;
+            for (Py_ssize_t x = i; x < d && found > 0; x++)
+                days = ascii_digit(s[x]) ? days * 10 + (long long)(s[x] - '0') : 0;
+        }
+        if (!found)
+            found = bar_clock(s, n, i, &hours, &mins, &secs);
+        if (found < 0 || g_bail)
+            Py_RETURN_FALSE;
+        if (!found)
+            continue;
+        if (k - a > 18 || t - (k + 1) > 18)
+            Py_RETURN_FALSE;
+        /* desc: text[:start].split("%|")[0].rstrip(" 0123456789") */
+        Py_ssize_t e = a;
+        for (Py_ssize_t x = 0; x + 1 < a; x++)
+            if (s[x] == '%' && s[x + 1] == '|') {
+                e = x;
+                break;
+            }
+        while (e > 0 && (s[e - 1] == ' ' || dg_c(s[e - 1])))
+            e--;
+        long long cnt = 0, tot = 0;
+        for (Py_ssize_t x = a; x < k; x++)
+            cnt = ascii_digit(s[x]) ? cnt * 10 + (long long)(s[x] - '0') : 0;
+        for (Py_ssize_t x = k + 1; x < t; x++)
+            tot = ascii_digit(s[x]) ? tot * 10 + (long long)(s[x] - '0') : 0;
+        if (g_bail)
+            Py_RETURN_FALSE;
+        double elapsed = (double)(days * 86400 + hours * 3600 + mins * 60 + secs);
+        PyObject *desc = PyUnicode_Substring(text, 0, e);
+        if (desc == NULL)
+            return NULL;
+        PyObject *out = Py_BuildValue("(NLLd)", desc, cnt, tot, elapsed);
+        return out;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"metrics", metrics, METH_O,
      "metrics(text) -> (step, loss, grad_norm, tok_s) | None: an ASCII line's values as the "
@@ -1581,6 +1710,9 @@ static PyMethodDef methods[] = {
     {"extremes", extremes, METH_VARARGS,
      "extremes(data, block) -> [(start, end)]: the lines of each block's lowest and highest "
      "loss, grad norm and tokens/s, and its first non-finite loss"},
+    {"bar", bar, METH_O,
+     "bar(text) -> (desc, count, total, elapsed) | None | False: a tqdm bar as "
+     "progress._bar_of reads it; False for a line it leaves to Python"},
     {"plain", plain, METH_O,
      "plain(data) -> (text, rank, ts, label, label_first) | None: a printable ASCII line "
      "cleaned and peeled as normalize_plain does it; None for any other line"},

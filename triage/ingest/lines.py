@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from triage.ingest.normalize import Peeled, SourceState, normalize, normalize_plain
+from triage.ingest.normalize import Peeled, SourceState, native_plain, normalize, normalize_plain, peeled
 from triage.ingest.raw import Gap, RawLine
 from triage.ingest.unwrap import Unwrapper
 from triage.model import Line, SourceInfo, new_line
@@ -424,6 +424,7 @@ class SourceLines:
         before it went out. The per-line hot loop of every file read."""
         name, state = self.name, self.state
         plain = self._ranks.rank is None  # most files: no name rank, nothing to wait for
+        read_plain = native_plain
         seq = self.seq
         last: RawLine | None = None
         unwrap = Unwrapper()
@@ -439,7 +440,16 @@ class SourceLines:
                     continue
                 last = raw
                 lineno = raw.lineno
-                one = normalize_plain(raw.data, state)
+                got = read_plain(raw.data) if read_plain is not None and not raw.cut_bytes else None
+                if got is not None and plain and got[3] is None:
+                    # the native module's peel (`normalize.peeled`, without an srun label
+                    # or a name rank to wait for): its Line at once
+                    seq += 1
+                    if got[1] is not None:
+                        state.seen_ranks.add(got[1])
+                    yield new_line(name, lineno, got[0], got[1], seq, got[2])
+                    continue
+                one = peeled(got, state) if got is not None else normalize_plain(raw.data, state)
                 for p in (one,) if one is not None else normalize(raw.data, state):
                     if plain:
                         seq += 1

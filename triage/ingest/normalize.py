@@ -279,7 +279,7 @@ _RANK_ROWS = frozenset(
 
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
-_native_plain = native.plain if native is not None else None
+native_plain = native.plain if native is not None else None
 
 
 @dataclass(slots=True)
@@ -457,8 +457,8 @@ def normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
     (`native.plain`: every row of PREFIXES as its regex matches, tests/test_native.py);
     what it gives back is what the Python path below gives, the srun label's step of
     the source state included (`peeled`)."""
-    if _native_plain is not None:
-        got = _native_plain(data)
+    if native_plain is not None:
+        got = native_plain(data)
         if got is not None:
             return peeled(got, state)
     return _normalize_plain(data, state)

@@ -29,6 +29,7 @@ BAR_REPEATS = 3  # a progress bar redrawn this many times at one count, its cloc
 # tqdm's count and elapsed clock, "11/40 [14:27:51<38:08:09, 4734.11s/it]" (a day count as
 # tqdm writes it past 24 hours: "1 day, 2:03:04")
 _BAR_RE = re.compile(r"(\d+)/(\d+) \[(?:(\d+) days?, )?(?:(\d+):)?(\d{1,2}):(\d{2})<")
+_native_bar = None if native is None else native.bar
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,19 @@ def _step_of(text: str, low: str | None) -> re.Match[str] | None:
 
 
 def _bar_of(text: str) -> tuple[str, int, int, float] | None:
-    """A tqdm bar's (description, count, total, elapsed seconds), or None."""
+    """A tqdm bar's (description, count, total, elapsed seconds), or None: read by the
+    native module where it is built (`native.bar`, tests/test_native.py), else by
+    `bar_of`; the module leaves a line with a huge number or another script's digits
+    to `bar_of` (False)."""
+    if _native_bar is not None:
+        got = _native_bar(text)
+        if got is not False:
+            return got  # type: ignore[no-any-return]
+    return bar_of(text)
+
+
+def bar_of(text: str) -> tuple[str, int, int, float] | None:
+    """`_bar_of` in Python: _BAR_RE's first match."""
     m = _BAR_RE.search(text)
     if m is None:
         return None
