@@ -1418,18 +1418,24 @@ static int bar_splits(u4 *s, Py_ssize_t n, Py_ssize_t h) {
     return 0;
 }
 
-/* the peel of s[0..n), a line as normalize_plain reads it */
-static PyObject *plain_of(u4 *s, Py_ssize_t n) {
+/* what one pass over a line's characters tells plain_of (CHAR_FLAGS, for ASCII) */
+enum { F_BAD = 1, F_CR = 2, F_MARK = 4 };
+static unsigned char CHAR_FLAGS[128];
+static void char_flags_init(void) {
+    for (int c = 0; c < 128; c++)
+        CHAR_FLAGS[c] = ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) ? F_BAD : 0;
+    CHAR_FLAGS['\r'] = F_CR;
+    CHAR_FLAGS['\\'] = CHAR_FLAGS['/'] = CHAR_FLAGS['%'] = F_MARK;
+}
+
+/* the peel of s[0..n), a line as normalize_plain reads it; `flags`: CHAR_FLAGS of its
+ * characters together; `ascii`: the line's bytes where it is ASCII (s is a copy) */
+static PyObject *plain_of(u4 *s, Py_ssize_t n, int flags, const unsigned char *ascii) {
+    if (flags & F_BAD)
+        Py_RETURN_NONE; /* an escape or a control character: ANSI_RE, in Python */
     if (n && s[n - 1] == '\r')
         n--;
-    int cr = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = s[i];
-        if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
-            Py_RETURN_NONE; /* an escape or a control character: ANSI_RE, in Python */
-        cr |= c == '\r';
-    }
-    if (cr) { /* resolve_redraws: the last frame with more than white space */
+    if (flags & F_CR) { /* resolve_redraws: the last frame with more than white space */
         Py_ssize_t e = n, fs = 0, fe = 0;
         for (Py_ssize_t i = n; i >= 0; i--) {
             if (i > 0 && s[i - 1] != '\r')
@@ -1443,20 +1449,24 @@ static PyObject *plain_of(u4 *s, Py_ssize_t n) {
         }
         s += fs;
         n = fe - fs;
+        if (ascii != NULL)
+            ascii += fs;
     }
-    for (Py_ssize_t i = 0; i + 1 < n; i++) {
-        Py_UCS4 c = s[i], d = s[i + 1];
-        if (c == '\\' && d == 'n')
-            Py_RETURN_NONE; /* an escaped newline: split_glued */
-        if (c == '/' && d == '?' && CH(i + 2) == ' ' && CH(i + 3) == '[')
-            Py_RETURN_NONE; /* a bar of unknown total */
-    }
-    for (Py_ssize_t i = 0; i + 1 < n; i++)
-        if (s[i] == '%' && s[i + 1] == '|') {
-            if (bar_splits(s, n, i))
-                Py_RETURN_NONE;
-            break;
+    if (flags & F_MARK) {
+        for (Py_ssize_t i = 0; i + 1 < n; i++) {
+            Py_UCS4 c = s[i], d = s[i + 1];
+            if (c == '\\' && d == 'n')
+                Py_RETURN_NONE; /* an escaped newline: split_glued */
+            if (c == '/' && d == '?' && CH(i + 2) == ' ' && CH(i + 3) == '[')
+                Py_RETURN_NONE; /* a bar of unknown total */
         }
+        for (Py_ssize_t i = 0; i + 1 < n; i++)
+            if (s[i] == '%' && s[i + 1] == '|') {
+                if (bar_splits(s, n, i))
+                    Py_RETURN_NONE;
+                break;
+            }
+    }
     while (n && WS(s[n - 1]))
         n--;
     Py_ssize_t pos = 0;
@@ -1518,7 +1528,14 @@ static PyObject *plain_of(u4 *s, Py_ssize_t n) {
         }
         pos += e;
     }
-    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s + pos, n - pos);
+    PyObject *text;
+    if (ascii != NULL) {
+        text = PyUnicode_New(n - pos, 127);
+        if (text != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(text), ascii + pos, (size_t)(n - pos));
+    } else {
+        text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s + pos, n - pos);
+    }
     if (text == NULL)
         return NULL;
     PyObject *r = has_rank ? PyLong_FromLongLong(rank) : Py_NewRef(Py_None);
@@ -1547,19 +1564,26 @@ static PyObject *plain(PyObject *Py_UNUSED(self), PyObject *arg) {
         Py_RETURN_NONE;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(arg);
     Py_ssize_t nb = PyBytes_GET_SIZE(arg), i = 0;
-    while (i < nb && b[i] < 0x80)
-        i++;
     Py_UCS4 local[512], *buf = local;
     Py_ssize_t n = nb;
-    if (i == nb) {
-        if (nb > (Py_ssize_t)(sizeof local / sizeof local[0])) {
-            buf = PyMem_Malloc((size_t)nb * sizeof(Py_UCS4));
-            if (buf == NULL)
-                return PyErr_NoMemory();
+    int flags = 0, wide = 0;
+    if (nb > (Py_ssize_t)(sizeof local / sizeof local[0])) {
+        buf = PyMem_Malloc((size_t)nb * sizeof(Py_UCS4));
+        if (buf == NULL)
+            return PyErr_NoMemory();
+    }
+    for (; i < nb; i++) {
+        unsigned char c = b[i];
+        if (c >= 0x80) {
+            wide = 1;
+            break;
         }
-        for (i = 0; i < nb; i++)
-            buf[i] = b[i];
-    } else {
+        buf[i] = c;
+        flags |= CHAR_FLAGS[c];
+    }
+    if (wide) {
+        if (buf != local)
+            PyMem_Free(buf);
         PyObject *dec = PyUnicode_DecodeUTF8((const char *)b, nb, "replace");
         if (dec == NULL)
             return NULL;
@@ -1568,8 +1592,12 @@ static PyObject *plain(PyObject *Py_UNUSED(self), PyObject *arg) {
         Py_DECREF(dec);
         if (buf == NULL)
             return NULL;
+        flags = 0;
+        for (i = 0; i < n; i++)
+            if (buf[i] < 128)
+                flags |= CHAR_FLAGS[buf[i]];
     }
-    PyObject *out = plain_of(buf, n);
+    PyObject *out = plain_of(buf, n, flags, wide ? NULL : b);
     if (buf != local)
         PyMem_Free(buf);
     return out;
@@ -1722,6 +1750,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "triage._native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
+    char_flags_init();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
