@@ -523,3 +523,36 @@ def test_bar_reads_what_the_regex_reads():
         read += 1
         assert got == bar_of(text), text
     assert read > 0.8 * len(lines)
+
+
+# -- phase: the phase a line marks -----------------------------------------------------
+def _phase_pieces() -> list[str]:
+    pieces = [lit for _name, rows in T.PHASE_MARKERS for lits, _rx in rows for lit in lits]
+    return [
+        *pieces,
+        "Loading the ", "Loading 3 ", "target ", "pretrained ", "models", "model", "s", " shards",
+        "checkpoint", "the ", "latest ", "distributed ", "sharded ", "Resuming from ",
+        "Resume training from ", "full ", "a ", "(num_proc=4):", ":", "=", " ", "1", "12", "/",
+        "3/10 [", "00:01<", "1:02:03<", "x", "_", "é", "\u0663", "ation", " step", " loss",
+        "uation", "split", "train ", "test ", "on ", "[", "]", "aving ", "S", "L", "l", "R", "{",
+    ]  # fmt: skip
+
+
+@needs_native
+def test_phase_is_what_the_phase_alternation_finds():
+    from triage.structure.progress import _search_any
+
+    assert tuple(name for name, _rows in T.PHASE_MARKERS) == native.PHASE_NAMES
+    rnd = random.Random(5)
+    pieces = _phase_pieces()
+    lines = [
+        ln for p in LOGS for ln in p.read_bytes().decode("utf-8", "replace").replace("\r", "\n").split("\n")
+    ]
+    lines += ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 8))) for _ in range(40_000)]
+    found = 0
+    for text in lines:
+        got = native.phase(text)
+        name = None if got is None else native.PHASE_NAMES[got]
+        assert name == _search_any(text), text
+        found += name is not None
+    assert found > 10_000

@@ -1731,6 +1731,351 @@ static PyObject *bar_of(PyObject *text, u4 *s, Py_ssize_t n) {
     Py_RETURN_NONE;
 }
 
+/* ---- phase(text): the phase a line marks, as tables.PHASES_ANY searches it ----------
+ * The leftmost position where a marker of tables.PHASE_MARKERS matches, and there the
+ * first phase in table order: its index in PHASE_NAMES, or None. Each marker is matched
+ * as its regex matches (Unicode \b, \d, \w, \S), tried where its first character is. */
+static const char *PHASE_NAMES[] = {"distributed-init", "checkpoint-loading", "model-loading", "data-loading",
+                                    "compiling", "checkpoint-saving", "evaluation", "training"};
+enum { P_DIST, P_CKPT_LOAD, P_MODEL, P_DATA, P_COMPILE, P_CKPT_SAVE, P_EVAL, P_TRAIN };
+
+/* \b at i */
+static int wb(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    int before = i > 0 && aw_c((long)s[i - 1]), after = i < n && aw_c((long)s[i]);
+    return before != after;
+}
+/* one of `alts` (NULL-ended) at i, then `then` there: the end, or -1 */
+static Py_ssize_t opt_then(u4 *s, Py_ssize_t n, Py_ssize_t i, const char **alts, const char *then) {
+    for (const char **a = alts; *a; a++)
+        if (lit(s, n, i, *a) && lit(s, n, i + (Py_ssize_t)strlen(*a), then))
+            return i + (Py_ssize_t)strlen(*a) + (Py_ssize_t)strlen(then);
+    return lit(s, n, i, then) ? i + (Py_ssize_t)strlen(then) : -1;
+}
+/* [Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint\b(?! shards) */
+static int m_loading_ckpt(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    static const char *Q[] = {"distributed ", "sharded ", "latest ", NULL};
+    if (!lit(s, n, p + 1, "oading "))
+        return 0;
+    Py_ssize_t i = p + 8;
+    for (int the = 1; the >= 0; the--) {
+        Py_ssize_t j = i;
+        if (the) {
+            if (!lit(s, n, j, "the "))
+                continue;
+            j += 4;
+        }
+        for (int q = 0; q <= 3; q++) {
+            Py_ssize_t k = j;
+            if (q < 3) {
+                if (!lit(s, n, k, Q[q]))
+                    continue;
+                k += (Py_ssize_t)strlen(Q[q]);
+            }
+            if (lit(s, n, k, "checkpoint") && wb(s, n, k + 10) && !lit(s, n, k + 10, " shards"))
+                return 1;
+        }
+    }
+    return 0;
+}
+/* [Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint */
+static int m_resume(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    if (!lit(s, n, p + 1, "esum"))
+        return 0;
+    Py_ssize_t i = p + 5;
+    if (lit(s, n, i, "ing "))
+        i += 4;
+    else if (lit(s, n, i, "e "))
+        i += 2;
+    else
+        return 0;
+    static const char *TR[] = {"training ", NULL}, *THE[] = {"the ", NULL}, *LA[] = {"latest ", NULL};
+    (void)THE;
+    (void)LA;
+    Py_ssize_t j = opt_then(s, n, i, TR, "from ");
+    if (j < 0)
+        return 0;
+    /* (?:the )?(?:latest )?checkpoint: every choice, greedy first */
+    for (int the = 1; the >= 0; the--) {
+        Py_ssize_t k = j;
+        if (the) {
+            if (!lit(s, n, k, "the "))
+                continue;
+            k += 4;
+        }
+        if ((lit(s, n, k, "latest ") && lit(s, n, k + 7, "checkpoint")) || lit(s, n, k, "checkpoint"))
+            return 1;
+    }
+    return 0;
+}
+/* Loading (?:\d+ )?(?:target |draft |base |pretrained )?models?\b */
+static int m_loading_model(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    static const char *Q[] = {"target ", "draft ", "base ", "pretrained ", NULL};
+    if (!lit(s, n, p, "Loading "))
+        return 0;
+    Py_ssize_t i = p + 8, d = i;
+    while (d < n && dg_c((long)s[d]))
+        d++;
+    for (int num = 1; num >= 0; num--) {
+        Py_ssize_t j = i;
+        if (num) {
+            if (d == i || CH(d) != ' ')
+                continue;
+            j = d + 1;
+        }
+        for (int q = 0; q <= 4; q++) {
+            Py_ssize_t k = j;
+            if (q < 4) {
+                if (!lit(s, n, k, Q[q]))
+                    continue;
+                k += (Py_ssize_t)strlen(Q[q]);
+            }
+            if (!lit(s, n, k, "model"))
+                continue;
+            if ((CH(k + 5) == 's' && wb(s, n, k + 6)) || wb(s, n, k + 5))
+                return 1;
+        }
+    }
+    return 0;
+}
+/* Target \d+ on \S+ */
+static int m_target(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    if (!lit(s, n, p, "Target "))
+        return 0;
+    Py_ssize_t d = p + 7;
+    while (d < n && dg_c((long)s[d]))
+        d++;
+    return d > p + 7 && lit(s, n, d, " on ") && d + 4 < n && !ws_c((long)s[d + 4]);
+}
+/* Instantiating \w+ model */
+static int m_instantiating(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    if (!lit(s, n, p, "Instantiating "))
+        return 0;
+    Py_ssize_t w = p + 14;
+    while (w < n && aw_c((long)s[w]))
+        w++;
+    return w > p + 14 && lit(s, n, w, " model");
+}
+/* Map(?: \(num_proc=\d+\))?: */
+static int m_map(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    if (!lit(s, n, p, "Map"))
+        return 0;
+    if (lit(s, n, p + 3, " (num_proc=")) {
+        Py_ssize_t d = p + 14;
+        while (d < n && dg_c((long)s[d]))
+            d++;
+        if (d > p + 14 && lit(s, n, d, "):"))
+            return 1;
+    }
+    return CH(p + 3) == ':';
+}
+/* [Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint */
+static int m_saving_ckpt(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    static const char *Q[] = {"full ", "model ", "sharded ", "distributed ", NULL};
+    if (!lit(s, n, p + 1, "aving "))
+        return 0;
+    for (int a = 1; a >= 0; a--) {
+        Py_ssize_t j = p + 7;
+        if (a) {
+            if (!lit(s, n, j, "a "))
+                continue;
+            j += 2;
+        }
+        if (opt_then(s, n, j, Q, "checkpoint") >= 0)
+            return 1;
+    }
+    return 0;
+}
+/* (\bstep|\biter(?:ation)?|\bepoch)[ =:]+\d+ after the word at i */
+static int sep_digit(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t j = i;
+    while (j < n && (s[j] == ' ' || s[j] == '=' || s[j] == ':'))
+        j++;
+    return j > i && j < n && dg_c((long)s[j]);
+}
+/* \d+/\d+ \[(?:\d+:)?\d+:\d+< */
+static Py_ssize_t digit_run(u4 *s, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && dg_c((long)s[i]))
+        i++;
+    return i;
+}
+static int m_bar_clock(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    Py_ssize_t a = digit_run(s, n, p);
+    if (a == p || CH(a) != '/')
+        return 0;
+    Py_ssize_t b = digit_run(s, n, a + 1);
+    if (b == a + 1 || !lit(s, n, b, " ["))
+        return 0;
+    Py_ssize_t i = b + 2, d = digit_run(s, n, i);
+    for (int with = 1; with >= 0; with--) {
+        Py_ssize_t j = i;
+        if (with) {
+            if (d == i || CH(d) != ':')
+                continue;
+            j = d + 1;
+        }
+        Py_ssize_t e = digit_run(s, n, j);
+        if (e == j || CH(e) != ':')
+            continue;
+        Py_ssize_t f = digit_run(s, n, e + 1);
+        if (f > e + 1 && CH(f) == '<')
+            return 1;
+    }
+    return 0;
+}
+
+/* the first phase (table order) with a marker matching at p, or -1 */
+static int phase_at(u4 *s, Py_ssize_t n, Py_ssize_t p) {
+    long c = (long)s[p];
+    switch (c) {
+    case 'i':
+        if (lit(s, n, p, "init_process_group"))
+            return P_DIST;
+        if (lit(s, n, p, "inductor"))
+            return P_COMPILE;
+        if (wb(s, n, p) && lit(s, n, p, "iter")) {
+            Py_ssize_t i = lit(s, n, p + 4, "ation") ? p + 9 : p + 4;
+            if (sep_digit(s, n, i) || (i != p + 4 && sep_digit(s, n, p + 4)))
+                return P_TRAIN;
+        }
+        return -1;
+    case 'I':
+        if (lit(s, n, p, "Initializing ") &&
+            (lit(s, n, p + 13, "the process group") || lit(s, n, p + 13, "process group")))
+            return P_DIST;
+        if (m_instantiating(s, n, p))
+            return P_MODEL;
+        return -1;
+    case 'R':
+    case 'r':
+        if (lit(s, n, p + 1, "endezvous"))
+            return P_DIST;
+        if (m_resume(s, n, p))
+            return P_CKPT_LOAD;
+        return -1;
+    case 'M':
+        if (lit(s, n, p, "MASTER_ADDR"))
+            return P_DIST;
+        if (m_map(s, n, p))
+            return P_DATA;
+        return -1;
+    case 'N':
+        if (lit(s, n, p, "NCCL INFO ") &&
+            (lit(s, n, p + 10, "Bootstrap") || lit(s, n, p + 10, "NET/") || lit(s, n, p + 10, "cudaDriverVersion") ||
+             lit(s, n, p + 10, "comm 0x")))
+            return P_DIST;
+        return -1;
+    case 'A':
+        return lit(s, n, p, "Added key: store_based_barrier") ? P_DIST : -1;
+    case 'L':
+        if (m_loading_ckpt(s, n, p))
+            return P_CKPT_LOAD;
+        if (m_loading_model(s, n, p) || lit(s, n, p, "Loading checkpoint shards") || lit(s, n, p, "Loading weights") ||
+            lit(s, n, p, "Loading model"))
+            return P_MODEL;
+        if (lit(s, n, p, "Loading ") && (lit(s, n, p + 8, "the data") || lit(s, n, p + 8, "data")))
+            return P_DATA;
+        return -1;
+    case 'l':
+        if (m_loading_ckpt(s, n, p))
+            return P_CKPT_LOAD;
+        if (wb(s, n, p) && lit(s, n, p, "load_checkpoint") && wb(s, n, p + 15))
+            return P_CKPT_LOAD;
+        if (lit(s, n, p, "load_state_dict"))
+            return P_MODEL;
+        return -1;
+    case 'T':
+        if (m_target(s, n, p))
+            return P_MODEL;
+        if (lit(s, n, p, "Tokeniz") && (lit(s, n, p + 7, "ing") || lit(s, n, p + 7, "ation")))
+            return P_DATA;
+        return -1;
+    case 'f':
+        return lit(s, n, p, "from_pretrained") ? P_MODEL : -1;
+    case 'B':
+        if (lit(s, n, p, "Building model"))
+            return P_MODEL;
+        if (lit(s, n, p, "Building dataset"))
+            return P_DATA;
+        return -1;
+    case 'G':
+        return lit(s, n, p, "Generating ") && (lit(s, n, p + 11, "train split") || lit(s, n, p + 11, "test split"))
+                   ? P_DATA
+                   : -1;
+    case 'C':
+        if ((lit(s, n, p, "Compiling") && wb(s, n, p + 9)) || lit(s, n, p, "Compile time"))
+            return P_COMPILE;
+        return -1;
+    case 't':
+        if (lit(s, n, p, "torch.compile") || lit(s, n, p, "torch._dynamo") || lit(s, n, p, "triton.compile"))
+            return P_COMPILE;
+        return -1;
+    case 'S':
+    case 's':
+        if (m_saving_ckpt(s, n, p))
+            return P_CKPT_SAVE;
+        if (lit(s, n, p, "Saving model") || lit(s, n, p, "save_pretrained") || lit(s, n, p, "Saving state") ||
+            lit(s, n, p, "Saved checkpoint"))
+            return P_CKPT_SAVE;
+        if (wb(s, n, p) && lit(s, n, p, "step") && sep_digit(s, n, p + 4))
+            return P_TRAIN;
+        return -1;
+    case 'W':
+        return lit(s, n, p, "Writing checkpoint") ? P_CKPT_SAVE : -1;
+    case 'c':
+        return lit(s, n, p, "checkpoint saved") ? P_CKPT_SAVE : -1;
+    case '*':
+        if (lit(s, n, p, "***** Running Evaluation"))
+            return P_EVAL;
+        if (lit(s, n, p, "***** Running training"))
+            return P_TRAIN;
+        return -1;
+    case 'E':
+        return lit(s, n, p, "Evaluating") && wb(s, n, p + 10) ? P_EVAL : -1;
+    case 'e':
+        if (wb(s, n, p) && lit(s, n, p, "eval")) {
+            Py_ssize_t i = lit(s, n, p + 4, "uation") ? p + 10 : p + 4;
+            if (lit(s, n, i, " step") || lit(s, n, i, " loss"))
+                return P_EVAL;
+            if (i != p + 4 && (lit(s, n, p + 4, " step") || lit(s, n, p + 4, " loss")))
+                return P_EVAL;
+        }
+        if (wb(s, n, p) && lit(s, n, p, "epoch") && sep_digit(s, n, p + 5))
+            return P_TRAIN;
+        return -1;
+    case '{':
+        return lit(s, n, p, "{'loss': ") ? P_TRAIN : -1;
+    }
+    if (dg_c(c) && m_bar_clock(s, n, p))
+        return P_TRAIN;
+    return -1;
+}
+
+static PyObject *phase(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "phase() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    Py_UCS4 local[512], *buf = local;
+    if (PyUnicode_IS_ASCII(arg) && n <= 512) {
+        const unsigned char *b = PyUnicode_1BYTE_DATA(arg);
+        for (Py_ssize_t i = 0; i < n; i++)
+            buf[i] = b[i];
+    } else {
+        buf = PyUnicode_AsUCS4Copy(arg);
+        if (buf == NULL)
+            return NULL;
+    }
+    int got = -1;
+    for (Py_ssize_t p = 0; p < n && got < 0; p++)
+        got = phase_at(buf, n, p);
+    if (buf != local)
+        PyMem_Free(buf);
+    if (got < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(got);
+}
+
 static PyMethodDef methods[] = {
     {"metrics", metrics, METH_O,
      "metrics(text) -> (step, loss, grad_norm, tok_s) | None: an ASCII line's values as the "
@@ -1741,6 +2086,9 @@ static PyMethodDef methods[] = {
     {"bar", bar, METH_O,
      "bar(text) -> (desc, count, total, elapsed) | None | False: a tqdm bar as "
      "progress._bar_of reads it; False for a line it leaves to Python"},
+    {"phase", phase, METH_O,
+     "phase(text) -> int | None: the index in PHASE_NAMES of the phase the line marks, "
+     "as tables.PHASES_ANY searches it"},
     {"plain", plain, METH_O,
      "plain(data) -> (text, rank, ts, label, label_first) | None: a printable ASCII line "
      "cleaned and peeled as normalize_plain does it; None for any other line"},
@@ -1774,6 +2122,25 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     if (PyModule_AddObject(m, "PREFIX_ROWS", names) < 0) {
         Py_DECREF(names);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *phases = PyTuple_New(8);
+    if (phases == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int i = 0; i < 8; i++) {
+        PyObject *name = PyUnicode_FromString(PHASE_NAMES[i]);
+        if (name == NULL) {
+            Py_DECREF(phases);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(phases, i, name);
+    }
+    if (PyModule_AddObject(m, "PHASE_NAMES", phases) < 0) {
+        Py_DECREF(phases);
         Py_DECREF(m);
         return NULL;
     }

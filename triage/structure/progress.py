@@ -71,9 +71,16 @@ class _PhaseFinder:
         self._markers = [markers[lit] for lit in self._literals]
         self._names = [name for name, _rows in T.PHASE_MARKERS]
         self._ac = _automaton(self._literals)
+        # the whole search in one native call (`native.phase`, tests/test_native.py),
+        # where the module is built from these markers
+        same = native is not None and tuple(self._names) == native.PHASE_NAMES
+        self._native = native.phase if same else None  # type: ignore[union-attr]
 
     def __call__(self, text: str) -> str | None:
         """The phase `text` marks, or None."""
+        if self._native is not None:
+            got = self._native(text)
+            return None if got is None else self._names[got]
         if self._ac is None:
             return _search_any(text)
         found = self._ac.find_matches_as_indexes(text, overlapping=True)
