@@ -556,3 +556,23 @@ def test_phase_is_what_the_phase_alternation_finds():
         assert name == _search_any(text), text
         found += name is not None
     assert found > 10_000
+
+
+@needs_native
+def test_the_c_is_used_only_while_it_reads_the_python_tables(monkeypatch):
+    """plain() and phase() were written from normalize.PREFIXES and tables.PHASE_MARKERS:
+    the module says which regexes, and a table edited since is read in Python."""
+    import re
+
+    from triage.ingest import normalize
+    from triage.structure import progress
+
+    assert normalize.native_plain is native.plain
+    assert progress.phase_of._native is native.phase
+    name, rx, handler = normalize.PREFIXES[0]
+    edited = [(name, re.compile(rx.pattern + "x?"), handler), *normalize.PREFIXES[1:]]
+    monkeypatch.setattr(normalize, "PREFIXES", edited)
+    assert normalize._native_plain() is None
+    phase, rows = T.PHASE_MARKERS[-1]
+    monkeypatch.setattr(T, "PHASE_MARKERS", [*T.PHASE_MARKERS[:-1], (phase, (*rows, (("zz",), "zz")))])
+    assert progress._PhaseFinder()._native is None

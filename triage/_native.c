@@ -2076,6 +2076,110 @@ static PyObject *phase(PyObject *Py_UNUSED(self), PyObject *arg) {
     return PyLong_FromLong(got);
 }
 
+/* the regexes the rows and markers above were written from (normalize.PREFIXES then
+ * SRUN_LABEL, tables.PHASE_MARKERS): triage uses plain() and phase() only where its
+ * tables still say these, so an edit there is never read by stale C */
+static const char *PREFIX_PATTERNS[] = {
+    "\\[(?:default|trainer|worker|role)(?P<r>\\d+)\\]:\\s?",
+    "\\[rank(?P<r>\\d+)\\]:\\s?",
+    "rank(?P<r>\\d+)\\]?:\\s",
+    "\\[\\d+,(?P<r>\\d+)\\]<(?:stdout|stderr)>:\\s?",
+    "[\\w.-]+-\\d+: (?P<r>\\d{1,4}): ",
+    "\\((?:[A-Za-z_][\\w.-]*(?:, rank=\\d+)?,? )?pid=\\d+(?:, ip=[\\w.:-]+)?\\)\\s?",
+    "\\(raylet(?:, ip=[\\w.:-]+)?\\)\\s?",
+    "\\[pod/[\\w.-]+/[\\w.-]+\\]\\s",
+    "[\\w.-]{2,40}\\s+\\|\\s(?=\\S)|[\\w.-]{1,38}[-_]\\d{1,3} +\\| ",
+    "\\[?(?P<y>\\d{4})[-/](?P<mo>\\d{2})[-/](?P<d>\\d{2})[T _](?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2})(?:[.,](?P<frac>\\d{1,9}))?(?:Z|[+-]\\d{2}:?\\d{2})?\\]?(?:\\s+|:\\s*|\\s*\\|\\s*|(?<=\\])(?=\\[))",
+    "\\[[A-Za-z][\\w.-]{0,39} (?P<y>\\d{4})[-/](?P<mo>\\d{2})[-/](?P<d>\\d{2})[T _](?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2})(?:[.,](?P<frac>\\d{1,9}))?(?:Z|[+-]\\d{2}:?\\d{2})?\\]\\s?",
+    "\\[?[IWEF](?P<mo>\\d{2})(?P<d>\\d{2}) (?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2})(?:\\.(?P<frac>\\d{1,9}))?(?:\\s+\\d+)?\\s+[^\\]\\s]+:\\d+\\]\\s?",
+    "\\[[IWEF] [\\w./-]+:\\d+\\]\\s?",
+    "(?P<mon>[A-Z][a-z]{2}) +(?P<d>\\d{1,2}) (?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2})(?:\\.\\d+)? [\\w.-]+ [\\w./@-]+(?:\\[\\d+\\])?:\\s",
+    "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\\d{1,2}) (?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2}) (?P<y>\\d{4})(?:\\s+|(?=\\[))",
+    "\\[[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) +(?P<d>\\d{1,2}) (?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2}) (?P<y>\\d{4})\\]\\s?",
+    "\\[\\s*\\d+\\.\\d{3,}\\]\\s?",
+    "\\[?(?P<h>\\d{2}):(?P<mi>\\d{2}):(?P<s>\\d{2})(?:[.,](?P<frac>\\d+))?\\]?\\s+(?=\\S)",
+    "\\[(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\\]\\s*(?:\\[[\\w./-]+:\\d+:\\w+\\]\\s*)?",
+    "(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL):[\\w.<>-]*:\\s?",
+    "-?\\s*[\\w.<>-]+ - (?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL) - ",
+    "\\[(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\\|[\\w./-]+:\\d+\\]\\s*(?:[\\d\\-: ,]+>>\\s*)?",
+    "\\[[\\w.-]+\\]\\[(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\\]\\s*-\\s*",
+    "\\[\\s*(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\\s*\\]\\s*",
+    "(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)(?:\\s*[:|]\\s*|\\s+-\\s+)(?=\\S)",
+    "[\\w.]+\\.py:\\d+\\]\\s",
+    "(?:\\^C)+(?=\\S)",
+    "\\s{0,6}\\d{1,7}\\s*[|│]\\s?",
+    "\\[\\d{1,7}\\] (?=\\S)",
+    "L?\\d{1,7}:\\s",
+    "\\s{0,3}(?P<r>\\d{1,4}): "};
+static const char *PHASE_PATTERNS[] = {
+    "init_process_group",
+    "Initializing (?:the )?process group",
+    "[Rr]endezvous",
+    "MASTER_ADDR",
+    "NCCL INFO (?:Bootstrap|NET/|cudaDriverVersion|comm 0x)",
+    "Added key: store_based_barrier",
+    "[Ll]oading (?:the )?(?:distributed |sharded |latest )?checkpoint\\b(?! shards)",
+    "[Rr]esum(?:ing|e) (?:training )?from (?:the )?(?:latest )?checkpoint",
+    "\\bload_checkpoint\\b",
+    "Loading (?:\\d+ )?(?:target |draft |base |pretrained )?models?\\b",
+    "Loading checkpoint shards",
+    "Target \\d+ on \\S+",
+    "from_pretrained",
+    "Loading weights",
+    "Instantiating \\w+ model",
+    "Loading model",
+    "load_state_dict",
+    "Building model",
+    "Loading (?:the )?(?:dataset|data)",
+    "Tokeniz(?:ing|ation)",
+    "Map(?: \\(num_proc=\\d+\\))?:",
+    "Generating (?:train|test) split",
+    "Building dataset",
+    "Compiling\\b",
+    "torch\\.compile",
+    "torch\\._dynamo",
+    "inductor",
+    "triton\\.compile",
+    "Compile time",
+    "[Ss]aving (?:a )?(?:full |model |sharded |distributed )?checkpoint",
+    "Saving model",
+    "save_pretrained",
+    "Saving state",
+    "Writing checkpoint",
+    "checkpoint saved",
+    "Saved checkpoint",
+    "\\*\\*\\*\\*\\* Running Evaluation",
+    "Evaluating\\b",
+    "\\beval(?:uation)? (?:step|loss)",
+    "\\bstep[ =:]+\\d+",
+    "\\biter(?:ation)?[ =:]+\\d+",
+    "\\{'loss': ",
+    "\\bepoch[ =:]+\\d+",
+    "\\*\\*\\*\\*\\* Running training",
+    "\\d+/\\d+ \\[(?:\\d+:)?\\d+:\\d+<"};
+
+#define COUNT(a) ((int)(sizeof a / sizeof a[0]))
+
+/* a module constant: a tuple of the strings of `items` */
+static int add_strings(PyObject *m, const char *name, const char **items, int count) {
+    PyObject *t = PyTuple_New(count);
+    if (t == NULL)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *s = PyUnicode_FromString(items[i]);
+        if (s == NULL) {
+            Py_DECREF(t);
+            return -1;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    if (PyModule_AddObject(m, name, t) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    return 0;
+}
+
 static PyMethodDef methods[] = {
     {"metrics", metrics, METH_O,
      "metrics(text) -> (step, loss, grad_norm, tok_s) | None: an ASCII line's values as the "
@@ -2106,41 +2210,10 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *names = PyTuple_New(NROWS);
-    if (names == NULL) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    for (int i = 0; i < NROWS; i++) {
-        PyObject *name = PyUnicode_FromString(ROW_NAMES[i]);
-        if (name == NULL) {
-            Py_DECREF(names);
-            Py_DECREF(m);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(names, i, name);
-    }
-    if (PyModule_AddObject(m, "PREFIX_ROWS", names) < 0) {
-        Py_DECREF(names);
-        Py_DECREF(m);
-        return NULL;
-    }
-    PyObject *phases = PyTuple_New(8);
-    if (phases == NULL) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    for (int i = 0; i < 8; i++) {
-        PyObject *name = PyUnicode_FromString(PHASE_NAMES[i]);
-        if (name == NULL) {
-            Py_DECREF(phases);
-            Py_DECREF(m);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(phases, i, name);
-    }
-    if (PyModule_AddObject(m, "PHASE_NAMES", phases) < 0) {
-        Py_DECREF(phases);
+    if (add_strings(m, "PREFIX_ROWS", ROW_NAMES, NROWS) < 0 ||
+        add_strings(m, "PREFIX_PATTERNS", PREFIX_PATTERNS, COUNT(PREFIX_PATTERNS)) < 0 ||
+        add_strings(m, "PHASE_NAMES", PHASE_NAMES, COUNT(PHASE_NAMES)) < 0 ||
+        add_strings(m, "PHASE_PATTERNS", PHASE_PATTERNS, COUNT(PHASE_PATTERNS)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -279,7 +279,19 @@ _RANK_ROWS = frozenset(
 
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
-native_plain = native.plain if native is not None else None
+
+def _native_plain() -> (
+    Callable[[bytes], tuple[str, int | None, float | None, int | None, bool] | None] | None
+):
+    """`native.plain`, where the module was written from these rows (its PREFIX_PATTERNS
+    are their regexes): a row edited here is read in Python until the C is too."""
+    if native is None:
+        return None
+    rows = (*(rx.pattern for _name, rx, _h in PREFIXES), SRUN_LABEL.pattern)
+    return native.plain if rows == native.PREFIX_PATTERNS else None  # type: ignore[no-any-return]
+
+
+native_plain = _native_plain()
 
 
 @dataclass(slots=True)

@@ -72,8 +72,12 @@ class _PhaseFinder:
         self._names = [name for name, _rows in T.PHASE_MARKERS]
         self._ac = _automaton(self._literals)
         # the whole search in one native call (`native.phase`, tests/test_native.py),
-        # where the module is built from these markers
-        same = native is not None and tuple(self._names) == native.PHASE_NAMES
+        # where the module was written from these markers (an edit is read in Python)
+        patterns = tuple(rx for _name, rows in T.PHASE_MARKERS for _lits, rx in rows)
+        same = native is not None and (tuple(self._names), patterns) == (
+            native.PHASE_NAMES,
+            native.PHASE_PATTERNS,
+        )
         self._native = native.phase if same else None  # type: ignore[union-attr]
 
     def __call__(self, text: str) -> str | None:
