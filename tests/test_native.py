@@ -576,3 +576,26 @@ def test_the_c_is_used_only_while_it_reads_the_python_tables(monkeypatch):
     phase, rows = T.PHASE_MARKERS[-1]
     monkeypatch.setattr(T, "PHASE_MARKERS", [*T.PHASE_MARKERS[:-1], (phase, (*rows, (("zz",), "zz")))])
     assert progress._PhaseFinder()._native is None
+
+
+@needs_native
+def test_line_is_the_line_the_python_builder_makes():
+    import dataclasses
+    import gc
+    import pickle
+
+    from triage.model import Line, _line_builder
+
+    native.line_type(Line)
+    for args in (("a.log", 3, "text", 2, 9, 1.5), ("<stdin>", 1, "", None, 0, None)):
+        a, b = native.line(*args), _line_builder()(*args)
+        assert type(a) is Line and a == b and hash(a) == hash(b)
+        assert dataclasses.astuple(a) == (*args, "")
+        assert pickle.loads(pickle.dumps(a)) == a
+        assert gc.is_tracked(a) and set(map(id, gc.get_referents(a))) >= {id(args[0]), id(args[2])}
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            a.text = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        native.line("a", 1, "x")
+    with pytest.raises(TypeError):
+        native.line_type(int)

@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2076,6 +2077,51 @@ static PyObject *phase(PyObject *Py_UNUSED(self), PyObject *arg) {
     return PyLong_FromLong(got);
 }
 
+/* ---- line(source, lineno, text, rank, seq, ts): model.Line without its __init__ ------
+ * model.new_line's work: the frozen dataclass's slots set directly (its `raw` to ""),
+ * once line_type(Line) has said where each slot is. */
+static PyTypeObject *line_type;
+static Py_ssize_t line_slot[7]; /* source, lineno, text, rank, seq, ts, raw */
+static PyObject *empty_str;
+
+static PyObject *line_type_set(PyObject *Py_UNUSED(self), PyObject *arg) {
+    static const char *fields[7] = {"source", "lineno", "text", "rank", "seq", "ts", "raw"};
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "line_type() takes the Line class");
+        return NULL;
+    }
+    PyTypeObject *t = (PyTypeObject *)arg;
+    Py_ssize_t slot[7];
+    for (int i = 0; i < 7; i++) {
+        PyObject *d = PyDict_GetItemString(t->tp_dict, fields[i]);
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "line_type(): %s is not a slot", fields[i]);
+            return NULL;
+        }
+        slot[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    if (empty_str == NULL && (empty_str = PyUnicode_FromString("")) == NULL)
+        return NULL;
+    Py_XSETREF(line_type, (PyTypeObject *)Py_NewRef(arg));
+    memcpy(line_slot, slot, sizeof slot);
+    Py_RETURN_NONE;
+}
+
+static PyObject *make_line(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (line_type == NULL || nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "line() takes 6 arguments, after line_type()");
+        return NULL;
+    }
+    PyObject *obj = line_type->tp_alloc(line_type, 0);
+    if (obj == NULL)
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        *(PyObject **)((char *)obj + line_slot[i]) = Py_NewRef(args[i]);
+    *(PyObject **)((char *)obj + line_slot[6]) = Py_NewRef(empty_str);
+    return obj;
+}
+
 /* the regexes the rows and markers above were written from (normalize.PREFIXES then
  * SRUN_LABEL, tables.PHASE_MARKERS): triage uses plain() and phase() only where its
  * tables still say these, so an edit there is never read by stale C */
@@ -2190,6 +2236,9 @@ static PyMethodDef methods[] = {
     {"bar", bar, METH_O,
      "bar(text) -> (desc, count, total, elapsed) | None | False: a tqdm bar as "
      "progress._bar_of reads it; False for a line it leaves to Python"},
+    {"line_type", line_type_set, METH_O, "line_type(Line): the class line() makes"},
+    {"line", (PyCFunction)(void (*)(void))make_line, METH_FASTCALL,
+     "line(source, lineno, text, rank, seq, ts) -> Line: model.new_line at native cost"},
     {"phase", phase, METH_O,
      "phase(text) -> int | None: the index in PHASE_NAMES of the phase the line marks, "
      "as tables.PHASES_ANY searches it"},

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
+from triage.native import native
+
 
 class Confidence(IntEnum):
     """How sure a diagnosis is. Ordered: a higher value is surer."""
@@ -71,7 +73,16 @@ def _line_builder() -> Callable[[str, int, str, int | None, int, float | None], 
     return new_line
 
 
-new_line = _line_builder()
+def _native_builder() -> Callable[[str, int, str, int | None, int, float | None], Line] | None:
+    """`new_line` by the native module (`native.line`: the same slots set, in C), where
+    it is built."""
+    if native is None:
+        return None
+    native.line_type(Line)
+    return native.line  # type: ignore[no-any-return]
+
+
+new_line = _native_builder() or _line_builder()
 
 
 @dataclass(frozen=True, slots=True)

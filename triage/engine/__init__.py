@@ -112,14 +112,18 @@ class Analysis:
             for line in lines:
                 self.feed(line)
             return
-        none: list[Any] = []
         self.lines += len(lines)
+        busy, feed, quiet, progress = st.busy, st.feed, st.feed_quiet, st.progress
         for i, line in enumerate(lines):
-            if i in hot or st.busy(line):
-                st.feed(line)
+            if i in hot or busy(line):
+                feed(line)
             else:
-                st.feed_quiet(line)
-            matcher.feed(line, st.progress.phase, quoted=st.quoted, hits=hits.get(i, none))
+                quiet(line)
+            found = hits.get(i)
+            if found is None:  # no rule's literal on it: the matcher only keeps it as context
+                matcher.note(line)
+            else:
+                matcher.feed(line, progress.phase, quoted=st.quoted, hits=found)
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): a line the live

@@ -270,6 +270,18 @@ class Matcher:
         if text.strip():
             ctx.append(text[:CONTEXT_CHARS])
 
+    def note(self, line: Line) -> None:
+        """`feed` of a line the prefilter found no literal on (hits []): it only goes into
+        its source's context window (and resolves a cut line waiting for it)."""
+        if self._cut_pending:
+            self._resolve_cut(line.source, line)
+        ctx = self._ctx.get(line.source)
+        if ctx is None:
+            ctx = self._ctx[line.source] = deque(maxlen=self._window)
+        text = line.text
+        if text.strip():
+            ctx.append(text[:CONTEXT_CHARS])
+
     def _line_clause(self, c: Clause, line: Line, ctx: tuple[str, ...], phase: str | None) -> None:
         recent, ctx = ctx, ctx[-CONTEXT:]
         if self.found.full(c.rule_id):
