@@ -2079,7 +2079,8 @@ static PyObject *phase(PyObject *Py_UNUSED(self), PyObject *arg) {
 
 /* ---- line(source, lineno, text, rank, seq, ts): model.Line without its __init__ ------
  * model.new_line's work: the frozen dataclass's slots set directly (its `raw` to ""),
- * once line_type(Line) has said where each slot is. */
+ * once line_type(Line) has said where each slot is. Fields that are not str, int,
+ * float or None are refused: the line is then untracked by the cyclic collector. */
 static PyTypeObject *line_type;
 static Py_ssize_t line_slot[7]; /* source, lineno, text, rank, seq, ts, raw */
 static PyObject *empty_str;
@@ -2113,12 +2114,24 @@ static PyObject *make_line(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
         PyErr_SetString(PyExc_TypeError, "line() takes 6 arguments, after line_type()");
         return NULL;
     }
+    for (int i = 0; i < 6; i++) {
+        PyObject *a = args[i];
+        if (!(a == Py_None || PyUnicode_CheckExact(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a))) {
+            PyErr_SetString(PyExc_TypeError, "line() takes str, int, float or None");
+            return NULL;
+        }
+    }
     PyObject *obj = line_type->tp_alloc(line_type, 0);
     if (obj == NULL)
         return NULL;
     for (int i = 0; i < 6; i++)
         *(PyObject **)((char *)obj + line_slot[i]) = Py_NewRef(args[i]);
     *(PyObject **)((char *)obj + line_slot[6]) = Py_NewRef(empty_str);
+    /* a Line holds strings, numbers and None, and is frozen: it can be in no cycle, so
+     * the cyclic collector need not walk the million of them a big log makes (CPython
+     * untracks such tuples and dicts the same way) */
+    if (PyObject_GC_IsTracked(obj))
+        PyObject_GC_UnTrack(obj);
     return obj;
 }
 

@@ -17,6 +17,7 @@ number. Anything else is passed through unchanged.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -75,6 +76,8 @@ class Unwrapper:
         self.last_lineno = 0
 
     def __call__(self, raws: Iterable[RawLine | Gap]) -> Iterator[RawLine | Gap]:
+        """The head is read here, to decide; a log that is not wrapped (most) then goes
+        on as the iterator it was, behind its head, at no cost a line."""
         it = iter(raws)
         head: list[RawLine] = []
         stop: Gap | None = None
@@ -86,24 +89,17 @@ class Unwrapper:
                 head.append(raw)
                 if len(head) >= DECIDE_LINES:
                     break
-        except Exception:  # a damaged stream ends here: the lines before it go out first
+        except Exception as e:  # a damaged stream ends here: the lines before it go out first
             self.width = wrap_width(head) if head else None
-            yield from self._join(iter(head)) if self.width else head
-            raise
+            return self._then_raise(self._join(iter(head)) if self.width else iter(head), e)
         self.width = wrap_width(head) if head else None
-        if self.width is None:  # most logs: passed through at no cost a line
-            yield from self._chain(head, stop, it)
-            return
-        yield from self._join(self._chain(head, stop, it))
+        rest = itertools.chain(head, () if stop is None else (stop,), it)
+        return rest if self.width is None else self._join(rest)
 
     @staticmethod
-    def _chain(
-        head: list[RawLine], stop: Gap | None, rest: Iterator[RawLine | Gap]
-    ) -> Iterator[RawLine | Gap]:
-        yield from head
-        if stop is not None:
-            yield stop
-        yield from rest
+    def _then_raise(raws: Iterator[RawLine | Gap], error: Exception) -> Iterator[RawLine | Gap]:
+        yield from raws
+        raise error
 
     def _join(self, raws: Iterator[RawLine | Gap]) -> Iterator[RawLine | Gap]:
         width = self.width or 1

@@ -70,8 +70,10 @@ class SeriesReader:
         if not stripped:
             return None
         if not stripped[:1].isdigit():
-            # a header names a loss column; checked without lower-casing every line
-            if "loss" in stripped or "Loss" in stripped or "LOSS" in stripped:
+            # a header names a loss column (checked without lower-casing every line) and
+            # has no digit, which a step line with "loss" on it has
+            named = "loss" in stripped or "Loss" in stripped or "LOSS" in stripped
+            if named and _DIGIT.search(stripped) is None:
                 self._header((line.source, line.rank), stripped)
             return None
         table = self._tables.get((line.source, line.rank))
@@ -92,8 +94,7 @@ class SeriesReader:
         return value
 
     def _header(self, key: tuple[str, int | None], text: str) -> None:
-        if _DIGIT.search(text) is not None:
-            return  # a digit stays a digit lower-cased: some cell is not a header word
+        """A header line (no digit: `feed` checked) that names a loss and a step column."""
         cells = [c.lower() for c in _SPLIT.split(text) if c]
         if len(cells) < 2 or not all(_HEADER_WORD.fullmatch(c) for c in cells):
             return

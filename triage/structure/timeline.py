@@ -68,20 +68,21 @@ class Thinned:
             if len(self.nonfinite) < NONFINITE_KEPT:
                 self.nonfinite.append(x)
             return
-        point = (self.finite, x, y)
-        self.finite += 1
+        n = self.finite
+        point = (n, x, y)
+        self.finite = n + 1
         self.last = point
-        if self.first is None:
+        if not n:
             self.first = point
         b = self.open
         if b is None:
-            b = self.open = [point, point, 0]
+            b = self.open = [point, point, 1]
         else:
             if y < b[0][2]:
                 b[0] = point
-            if y > b[1][2]:
+            elif y > b[1][2]:  # not both: the low is never above the high
                 b[1] = point
-        b[2] += 1
+            b[2] += 1
         if b[2] >= self.stride:
             self.buckets.append(b)
             self.open = None
