@@ -113,17 +113,17 @@ class Analysis:
                 self.feed(line)
             return
         self.lines += len(lines)
-        busy, feed, quiet, progress = st.busy, st.feed, st.feed_quiet, st.progress
+        # the structure first, the whole batch (no reader reads the matcher), then the
+        # matcher, with the phase and quoting each line with hits was read in
+        states = st.feed_batch(lines, hot, hits)
+        note, feed = matcher.note, matcher.feed
         for i, line in enumerate(lines):
-            if i in hot or busy(line):
-                feed(line)
-            else:
-                quiet(line)
             found = hits.get(i)
             if found is None:  # no rule's literal on it: the matcher only keeps it as context
-                matcher.note(line)
+                note(line)
             else:
-                matcher.feed(line, progress.phase, quoted=st.quoted, hits=found)
+                phase, quoted = states[i]
+                feed(line, phase, quoted=quoted, hits=found)
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): a line the live

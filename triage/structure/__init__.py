@@ -9,7 +9,7 @@ without changing them, so it may be called at any time and lines fed on after it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +79,8 @@ class Structurer:
     the `Structure` of what was fed so far.
 
     A batch of lines may be fed faster: `triggered` says which of them hold a line
-    reader's trigger; the others go to `feed_quiet` while `busy(line)` is False (no
-    traceback, quote or launcher report open on its stream), which does only what
-    every reader does with such a line, so the result is the same as `feed`'s."""
+    reader's trigger, and `feed_batch` gives the others its quiet lane, which does only
+    what every reader does with such a line, so the result is the same as `feed`'s."""
 
     def __init__(self) -> None:
         self.timeline = Timeline()
@@ -118,19 +117,37 @@ class Structurer:
         """The indexes of the lines of a batch a line reader may act on (None: any)."""
         return set(_TRIGGERS.of(texts)) if _TRIGGERS.available else None
 
-    def busy(self, line: Line) -> bool:
-        """A record is open that `line` may belong to: it must be `feed`-ed."""
-        return self.launcher.busy or (bool(self._open) and (line.source, line.rank) in self._open)
-
-    def feed_quiet(self, line: Line) -> None:
-        """`feed` of a line with no trigger (`triggered`) while not `busy`: the line
-        readers only note it (the tail, the stream, its last text), progress reads it."""
-        if self.end.feed(line):
-            self.timeline.line(line)
-        self.quoted = False
-        self.tracebacks.seen(line)
-        self.cpp.feed(line)
-        self.progress.feed(line)
+    def feed_batch(
+        self, lines: Sequence[Line], hot: Container[int], want: Container[int]
+    ) -> dict[int, tuple[str | None, bool]]:
+        """`feed` each line of a batch whose `triggered` lines are `hot`, with the same
+        result: the others, while no record is open that they may belong to (no
+        traceback, quote or launcher report open on their stream), take the quiet lane,
+        where the line readers only note them (the tail, the stream, its last text) and
+        progress reads them. Returns the phase and `quoted` after each line whose index
+        is in `want`."""
+        out: dict[int, tuple[str | None, bool]] = {}
+        end, timeline, cpp, tracebacks, progress = (
+            self.end,
+            self.timeline,
+            self.cpp,
+            self.tracebacks,
+            self.progress,
+        )
+        launcher = self.launcher
+        for i, line in enumerate(lines):
+            if i in hot or launcher.busy or (self._open and (line.source, line.rank) in self._open):
+                self.feed(line)
+            else:  # the quiet lane: this loop runs once a line of every log
+                if end.feed(line):
+                    timeline.line(line)
+                    cpp.note(line)
+                self.quoted = False
+                tracebacks.seen(line)
+                progress.feed(line)
+            if i in want:
+                out[i] = (progress.phase, self.quoted)
+        return out
 
     def feed_progress(self, line: Line) -> None:
         """Read one line for progress only (phase, steps, metrics): the live path's

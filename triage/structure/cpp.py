@@ -37,4 +37,8 @@ class CppReader:
                 self._events.append(Event("cpp-terminate", line, {"type": m2.group("type")}))
             return
         if text.strip():
-            self._last_text[(line.source, line.rank)] = line
+            self.note(line)
+
+    def note(self, line: Line) -> None:
+        """A line that is not blank and holds no trigger: its stream's last text."""
+        self._last_text[(line.source, line.rank)] = line

@@ -17,7 +17,7 @@ MAX_MSG_LINES = 40
 _DIGITS = re.compile(r"\d+")
 _ORIGINAL_TB = "Original Traceback (most recent call last):"
 # What the two readers here act on: a stream with no traceback open (and no frame just
-# read) does nothing with a line that holds none of these (`Structurer.feed_quiet`)
+# read) does nothing with a line that holds none of these (`Structurer.feed_batch`'s quiet lane)
 TRIGGERS = (
     "Traceback (most recent call last)",  # Python's, torchrun's "Original ...", IPython's
     "traceback",  # torchrun's report field
