@@ -219,23 +219,23 @@ class Splitter:
 
     def feed(self, chunk: bytes) -> list[RawLine]:
         """The lines `chunk` completes, in order (split at C speed, capped if huge)."""
+        return list(self.lines_of(chunk))
+
+    def lines_of(self, chunk: bytes) -> Iterator[RawLine]:
+        """`feed`, a line at a time: a chunk's lines are not all held at once (each is a
+        tuple the cyclic collector would walk while it waits); read it to its end."""
         parts = chunk.split(b"\n")
         last = parts.pop()
-        if not parts:
-            self._extend(last)
-            return []
-        n = self.lineno
-        out = [self._close(parts[0], n + 1)]
-        if len(parts) > 1:
+        if parts:
+            n = self.lineno
+            yield self._close(parts[0], n + 1)
             limit = MAX_LINE
-            out += [
-                RawLine(i, p, True) if len(p) <= limit else _raw(i, p, True)
-                for i, p in enumerate(parts[1:], n + 2)
-            ]
-        self.lineno = n + len(parts)
+            for i in range(1, len(parts)):
+                p = parts[i]
+                yield RawLine(n + 1 + i, p, True) if len(p) <= limit else _raw(n + 1 + i, p, True)
+            self.lineno = n + len(parts)
         if last:
             self._extend(last)
-        return out
 
     def finish(self) -> RawLine | None:
         """The unfinished last line (no newline), now final, or None; resets the line."""
@@ -281,7 +281,7 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[RawLine]:
     """
     sp = Splitter()
     for chunk in chunks:
-        yield from sp.feed(chunk)
+        yield from sp.lines_of(chunk)
     last = sp.finish()
     if last is not None:
         yield last
