@@ -601,3 +601,19 @@ def test_line_is_the_line_the_python_builder_makes():
         native.line("a", 1, ["x"], None, 0, None)  # only what cannot be in a cycle
     with pytest.raises(TypeError):
         native.line_type(int)
+
+
+@needs_native
+def test_the_rows_plain_skips_by_first_character_cannot_match_there():
+    """plain() tries only the rows a line's first character may start (PREFIX_LEADS):
+    every other row's regex matches no line led by that character."""
+    from triage.ingest.normalize import PREFIXES
+
+    rnd = random.Random(3)
+    tails = [t.replace("#", "1") for t in PREFIX_PIECES] + ["", " x", "1: x", "12:34:56 x", "INFO - x"]
+    for i, (name, rx, _h) in enumerate(PREFIXES):
+        for c in map(chr, range(128)):
+            if native.PREFIX_LEADS[ord(c)] >> i & 1:
+                continue
+            for tail in rnd.sample(tails, 40):
+                assert rx.match(c + tail) is None, (name, c + tail)

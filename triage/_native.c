@@ -1292,6 +1292,25 @@ static const char *ROW_NAMES[] = {
 #define RANK_ROWS 5       /* the first five set the rank */
 #define BLANK_RANK_ROW(r) ((r) == 0 || (r) == 1 || (r) == 3) /* "[rank3]:" alone: rank 3's blank line */
 
+/* LEADS[c]: the rows (bit i: ROWS[i]) that a line led by ASCII c may match, from each
+ * row's first character (a regex's first class); tests/test_native.py checks that the
+ * rows it leaves out match no line led so */
+static unsigned long LEADS[128];
+static void leads_init(void) {
+    static const char *first[] = {
+        "[", "[", "r", "[", "w.-", "(", "(", "[", "w.-", "[d", "[", "[IWEF", "[", "A", "MTWFS", "[", "[", "[d",
+        "[", "TDINWECF", "-s w.<>", "[", "[", "[", "TDINWECF", "w.", "^", "sd", "[", "Ld"};
+    for (int r = 0; r < NROWS; r++)
+        for (int ch = 0; ch < 128; ch++) {
+            int may = 0;
+            for (const char *f = first[r]; *f && !may; f++) /* w: \w, d: \d, s: \s, A: [A-Z] */
+                may = *f == 'w' ? aw_c(ch) : *f == 'd' ? (ch >= '0' && ch <= '9') : *f == 's' ? ws_c(ch)
+                      : *f == 'A' ? UP(ch) : ch == *f;
+            if (may)
+                LEADS[ch] |= 1ul << r;
+        }
+}
+
 static Py_ssize_t r_srun(u4 *s, Py_ssize_t n, int *label) {
     Py_ssize_t w = ws(s, n, 0);
     if (w > 3)
@@ -1496,7 +1515,10 @@ static PyObject *plain_of(u4 *s, Py_ssize_t n, int flags, const unsigned char *a
         Groups g;
         Py_ssize_t e = -1;
         int row = 0;
+        unsigned long rows = c >= 0 && c < 128 ? LEADS[c] : ~0ul; /* the rows c may start */
         for (; row < NROWS; row++) {
+            if (!(rows >> row & 1))
+                continue;
             memset(&g, 0, sizeof g);
             e = ROWS[row](t, tn, &g);
             if (g.bail || g_bail)
@@ -2265,10 +2287,30 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "triage._native", NUL
 
 PyMODINIT_FUNC PyInit__native(void) {
     char_flags_init();
+    leads_init();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_HASH", TRIAGE_NATIVE_HASH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *leads = PyTuple_New(128);
+    if (leads == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int i = 0; i < 128; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(LEADS[i]);
+        if (v == NULL) {
+            Py_DECREF(leads);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(leads, i, v);
+    }
+    if (PyModule_AddObject(m, "PREFIX_LEADS", leads) < 0) {
+        Py_DECREF(leads);
         Py_DECREF(m);
         return NULL;
     }

@@ -60,7 +60,7 @@ def get_rules(extra: list[Path] | None = None) -> list[Rule]:
     return _RULES_CACHE[key]
 
 
-BATCH_LINES = 2048  # lines `analyze` feeds at once (`Analysis.feed_batch`)
+BATCH_LINES = 1024  # lines `analyze` feeds at once (`Analysis.feed_batch`)
 
 
 class Analysis:
