@@ -438,7 +438,7 @@ def prefixed_lines(n: int, seed: int) -> list[bytes]:
 
 def _plain_differences(lines: list[bytes]) -> tuple[int, list[Any]]:
     """(lines the module read, those where it read other than the Python path)."""
-    from triage.ingest.normalize import SourceState, _normalize_plain, peeled
+    from triage.ingest.normalize import SourceState, normalize_plain_python, peeled
 
     read, bad = 0, []
     mine, theirs = SourceState(), SourceState()
@@ -447,7 +447,7 @@ def _plain_differences(lines: list[bytes]) -> tuple[int, list[Any]]:
         if got is None:
             continue
         read += 1
-        a, b = peeled(got, mine), _normalize_plain(data, theirs)
+        a, b = peeled(got, mine), normalize_plain_python(data, theirs)
         if b is None or (a.text, a.rank, a.ts) != (b.text, b.rank, b.ts) or mine != theirs:
             bad.append((data, got, b))
             mine, theirs = SourceState(), SourceState()
@@ -560,21 +560,22 @@ def test_phase_is_what_the_phase_alternation_finds():
 
 @needs_native
 def test_the_c_is_used_only_while_it_reads_the_python_tables(monkeypatch):
-    """plain() and phase() were written from normalize.PREFIXES and tables.PHASE_MARKERS:
-    the module says which regexes, and a table edited since is read in Python."""
-    import re
-
+    """plain(), bar() and phase() were written from normalize.PREFIXES, _BAR_RE and
+    tables.PHASE_MARKERS: the module says which regexes, and a table edited since is
+    read in Python."""
     from triage.ingest import normalize
     from triage.structure import progress
 
     assert normalize.native_plain is native.plain
     assert progress.phase_of._native is native.phase
-    name, rx, handler = normalize.PREFIXES[0]
-    edited = [(name, re.compile(rx.pattern + "x?"), handler), *normalize.PREFIXES[1:]]
-    monkeypatch.setattr(normalize, "PREFIXES", edited)
-    assert normalize._native_plain() is None
-    phase, rows = T.PHASE_MARKERS[-1]
-    monkeypatch.setattr(T, "PHASE_MARKERS", [*T.PHASE_MARKERS[:-1], (phase, (*rows, (("zz",), "zz")))])
+    assert progress._native_bar is native.bar
+    rows = (*(rx.pattern for _name, rx, _h in normalize.PREFIXES), normalize.SRUN_LABEL.pattern)
+    assert native_mod.written_from("plain", PREFIX_PATTERNS=rows) is native.plain
+    edited = (rows[0] + "x?", *rows[1:])
+    assert native_mod.written_from("plain", PREFIX_PATTERNS=edited) is None
+    assert native_mod.written_from("bar", BAR_PATTERNS=(progress._BAR_RE.pattern + "x?",)) is None
+    phase, markers = T.PHASE_MARKERS[-1]
+    monkeypatch.setattr(T, "PHASE_MARKERS", [*T.PHASE_MARKERS[:-1], (phase, (*markers, (("zz",), "zz")))])
     assert progress._PhaseFinder()._native is None
 
 

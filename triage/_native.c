@@ -2158,8 +2158,9 @@ static PyObject *make_line(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
 }
 
 /* the regexes the rows and markers above were written from (normalize.PREFIXES then
- * SRUN_LABEL, tables.PHASE_MARKERS): triage uses plain() and phase() only where its
- * tables still say these, so an edit there is never read by stale C */
+ * SRUN_LABEL; progress._BAR_RE; tables.PHASE_MARKERS): triage uses plain(), bar() and
+ * phase() only where its tables still say these, so an edit there is never read by
+ * stale C (native.written_from) */
 static const char *PREFIX_PATTERNS[] = {
     "\\[(?:default|trainer|worker|role)(?P<r>\\d+)\\]:\\s?",
     "\\[rank(?P<r>\\d+)\\]:\\s?",
@@ -2192,6 +2193,7 @@ static const char *PREFIX_PATTERNS[] = {
     "\\[\\d{1,7}\\] (?=\\S)",
     "L?\\d{1,7}:\\s",
     "\\s{0,3}(?P<r>\\d{1,4}): "};
+static const char *BAR_PATTERNS[] = {"(\\d+)/(\\d+) \\[(?:(\\d+) days?, )?(?:(\\d+):)?(\\d{1,2}):(\\d{2})<"};
 static const char *PHASE_PATTERNS[] = {
     "init_process_group",
     "Initializing (?:the )?process group",
@@ -2317,7 +2319,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (add_strings(m, "PREFIX_ROWS", ROW_NAMES, NROWS) < 0 ||
         add_strings(m, "PREFIX_PATTERNS", PREFIX_PATTERNS, COUNT(PREFIX_PATTERNS)) < 0 ||
         add_strings(m, "PHASE_NAMES", PHASE_NAMES, COUNT(PHASE_NAMES)) < 0 ||
-        add_strings(m, "PHASE_PATTERNS", PHASE_PATTERNS, COUNT(PHASE_PATTERNS)) < 0) {
+        add_strings(m, "PHASE_PATTERNS", PHASE_PATTERNS, COUNT(PHASE_PATTERNS)) < 0 ||
+        add_strings(m, "BAR_PATTERNS", BAR_PATTERNS, COUNT(BAR_PATTERNS)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

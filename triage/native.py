@@ -13,6 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 SOURCE = Path(__file__).with_name("_native.c")
 
@@ -31,6 +32,15 @@ def load(src: Path = SOURCE) -> ModuleType | None:
 
 
 native: ModuleType | None = load()
+
+
+def written_from(function: str, **tables: tuple[str, ...]) -> Any:
+    """`native.<function>`, where the module was written from these tables (each a
+    constant of it: the regexes, names a C function mirrors), else None: a table
+    edited in Python is read in Python until the C follows."""
+    if native is None or any(getattr(native, k, None) != v for k, v in tables.items()):
+        return None
+    return getattr(native, function)
 
 
 def status() -> str:

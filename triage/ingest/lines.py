@@ -39,7 +39,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from triage.ingest.normalize import Peeled, SourceState, native_plain, normalize, normalize_plain, peeled
+from triage.ingest.normalize import (
+    Peeled,
+    SourceState,
+    native_plain,
+    normalize,
+    normalize_plain,
+    normalize_plain_python,
+    peeled,
+)
 from triage.ingest.raw import Gap, RawLine
 from triage.ingest.unwrap import Unwrapper
 from triage.model import Line, SourceInfo, new_line
@@ -440,16 +448,17 @@ class SourceLines:
                     continue
                 last = raw
                 lineno = raw.lineno
-                got = read_plain(raw.data) if read_plain is not None and not raw.cut_bytes else None
-                if got is not None and plain and got[3] is None:
-                    # the native module's peel (`normalize.peeled`, without an srun label
-                    # or a name rank to wait for): its Line at once
+                # `normalize_plain`, unrolled: the module's read, else the Python path's
+                got = read_plain(raw.data) if read_plain is not None else None
+                if got is not None and plain and got[3] is None and not raw.cut_bytes:
+                    # `normalize.peeled` without an srun label or a name rank to wait
+                    # for: its Line at once
                     seq += 1
                     if got[1] is not None:
                         state.seen_ranks.add(got[1])
                     yield new_line(name, lineno, got[0], got[1], seq, got[2])
                     continue
-                one = peeled(got, state) if got is not None else normalize_plain(raw.data, state)
+                one = peeled(got, state) if got is not None else normalize_plain_python(raw.data, state)
                 for p in (one,) if one is not None else normalize(raw.data, state):
                     if plain:
                         seq += 1

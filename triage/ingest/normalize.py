@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from triage.native import native
+from triage.native import written_from
 
 ANSI_RE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
@@ -280,18 +280,10 @@ _RANK_ROWS = frozenset(
 SRUN_LABEL = re.compile(r"\s{0,3}(?P<r>\d{1,4}): ")
 
 
-def _native_plain() -> (
-    Callable[[bytes], tuple[str, int | None, float | None, int | None, bool] | None] | None
-):
-    """`native.plain`, where the module was written from these rows (its PREFIX_PATTERNS
-    are their regexes): a row edited here is read in Python until the C is too."""
-    if native is None:
-        return None
-    rows = (*(rx.pattern for _name, rx, _h in PREFIXES), SRUN_LABEL.pattern)
-    return native.plain if rows == native.PREFIX_PATTERNS else None  # type: ignore[no-any-return]
-
-
-native_plain = _native_plain()
+# `native.plain`, where the module was written from these rows (its PREFIX_PATTERNS)
+native_plain = written_from(
+    "plain", PREFIX_PATTERNS=(*(rx.pattern for _name, rx, _h in PREFIXES), SRUN_LABEL.pattern)
+)
 
 
 @dataclass(slots=True)
@@ -473,7 +465,7 @@ def normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
         got = native_plain(data)
         if got is not None:
             return peeled(got, state)
-    return _normalize_plain(data, state)
+    return normalize_plain_python(data, state)
 
 
 def peeled(got: tuple[str, int | None, float | None, int | None, bool], state: SourceState) -> Peeled:
@@ -493,7 +485,7 @@ def peeled(got: tuple[str, int | None, float | None, int | None, bool], state: S
     return p
 
 
-def _normalize_plain(data: bytes, state: SourceState) -> Peeled | None:
+def normalize_plain_python(data: bytes, state: SourceState) -> Peeled | None:
     """`normalize_plain` in Python: any line, and every line without the module."""
     text = _clean(data)
     if "\\n" in text or (_has_bar(text) and len(_split_bars(text)) != 1):

@@ -16,7 +16,7 @@ from typing import Any
 
 import triage.structure.tables as T
 from triage.model import Event, Line
-from triage.native import native
+from triage.native import native, written_from
 from triage.structure.series import SeriesReader
 from triage.structure.timeline import Timeline
 
@@ -29,7 +29,7 @@ BAR_REPEATS = 3  # a progress bar redrawn this many times at one count, its cloc
 # tqdm's count and elapsed clock, "11/40 [14:27:51<38:08:09, 4734.11s/it]" (a day count as
 # tqdm writes it past 24 hours: "1 day, 2:03:04")
 _BAR_RE = re.compile(r"(\d+)/(\d+) \[(?:(\d+) days?, )?(?:(\d+):)?(\d{1,2}):(\d{2})<")
-_native_bar = None if native is None else native.bar
+_native_bar = written_from("bar", BAR_PATTERNS=(_BAR_RE.pattern,))
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,9 @@ class _PhaseFinder:
         self._names = [name for name, _rows in T.PHASE_MARKERS]
         self._ac = _automaton(self._literals)
         # the whole search in one native call (`native.phase`, tests/test_native.py),
-        # where the module was written from these markers (an edit is read in Python)
+        # where the module was written from these markers
         patterns = tuple(rx for _name, rows in T.PHASE_MARKERS for _lits, rx in rows)
-        same = native is not None and (tuple(self._names), patterns) == (
-            native.PHASE_NAMES,
-            native.PHASE_PATTERNS,
-        )
-        self._native = native.phase if same else None  # type: ignore[union-attr]
+        self._native = written_from("phase", PHASE_NAMES=tuple(self._names), PHASE_PATTERNS=patterns)
 
     def __call__(self, text: str) -> str | None:
         """The phase `text` marks, or None."""
